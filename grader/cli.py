@@ -1,0 +1,115 @@
+"""The command line: parse, build a config, call one function, report errors once."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grader import __version__
+from grader.errors import GraderError
+
+FORMATS = ("json", "html", "md", "junit")
+
+
+def _verdict_set(value: str) -> frozenset:  # type: ignore[type-arg]
+    from grader.verdicts import Verdict
+
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    try:
+        return frozenset(Verdict(n) for n in names)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: expected verdicts among {', '.join(v.value for v in Verdict)}"
+        ) from None
+
+
+def _formats(value: str) -> tuple[str, ...]:
+    out = tuple(f.strip() for f in value.split(",") if f.strip())
+    bad = [f for f in out if f not in FORMATS]
+    if bad:
+        raise click.BadParameter(f"unknown format {bad[0]!r}; choose from {', '.join(FORMATS)}")
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="grader")
+@click.option("--debug", is_flag=True, help="Show tracebacks for grader errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Grade GPU-kernel submissions in hardened containers, against trusted references."""
+    ctx.obj = {"debug": debug}
+
+
+@cli.command()
+@click.argument("bundle", type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("reports"),
+              show_default=True, help="Folder for the reports.")
+@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+@click.option("--policy", default="triton", show_default=True, help="Policy name or file.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="cpu: Triton's interpreter (no timing claims); cuda: a GPU.")
+@click.option("--shapes", type=click.Choice(["all", "smoke", "scored"]), default="all",
+              show_default=True, help="Which shapes of each problem to grade.")
+@click.option("--problem", "problems", multiple=True, help="Grade only these problems.")
+@click.option("--seeds", type=click.IntRange(1, 32), default=None,
+              help="Input sets per shape (default: the suite's).")
+@click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
+              help="Wall-clock limit of each entry container, seconds.")
+@click.option("--format", "formats", default="json,html", show_default=True, callback=lambda c,
+              p, v: _formats(v), help=f"Comma-separated, of: {', '.join(FORMATS)}.")
+@click.option("--fail-on", default="", callback=lambda c, p, v: _verdict_set(v),
+              help="Exit 3 when any shape gets one of these verdicts (e.g. fallback,incorrect).")
+@click.option("--seed-secret", default=None, help="Hex secret to reproduce a run's inputs.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str, device: str,
+        shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
+        formats: tuple[str, ...], fail_on: frozenset, seed_secret: str | None,  # type: ignore[type-arg]
+        quiet: bool) -> None:
+    """Grade BUNDLE (a submission tar) and write reports."""
+    from grader.runner import RunRequest, grade_bundle
+
+    req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
+                     device=device, shapes=shapes, problems=problems, seeds=seeds,
+                     timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
+                     quiet=quiet)
+    grade_bundle(req)
+
+
+@cli.command()
+@click.argument("report_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "formats", default="html", show_default=True,
+              callback=lambda c, p, v: _formats(v), help="Formats to write.")
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
+              help="Folder to write into (default: beside REPORT_JSON).")
+def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None) -> None:
+    """Re-render a report.json into other formats."""
+    from grader.report.render import load_report, write_reports
+
+    rep = load_report(report_json)
+    for fmt, path in write_reports(rep, out_dir or report_json.parent, list(formats)).items():
+        click.echo(f"{fmt}: {path}")
+
+
+def main() -> None:
+    from grader.cli_tools import register
+
+    register(cli)
+    debug = "--debug" in sys.argv[1:]
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except GraderError as exc:
+        if debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)

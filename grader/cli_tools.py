@@ -1,0 +1,169 @@
+"""The command groups beside `run`: images, doctor, policy, check, bundle."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from grader.paths import PROBLEM_BUNDLES
+
+
+def _runtime_cfg(cuda_base: str | None, kind: str):  # type: ignore[no-untyped-def]
+    from grader.imaging import RuntimeConfig
+
+    return RuntimeConfig(kind=kind, **({"cuda_base": cuda_base} if cuda_base else {}))  # type: ignore[arg-type]
+
+
+@click.group()
+def images() -> None:
+    """Build, list, render and prune the grader's Docker images."""
+
+
+@images.command("render")
+@click.argument("what", type=click.Choice(["runtime-cpu", "runtime-cuda", "problem"]))
+@click.option("--suite", default="demo", show_default=True, help="Suite of the problem.")
+@click.option("--problem", "problem_id", default=None, help="Problem id (for `problem`).")
+@click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
+def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str | None) -> None:
+    """Print a Dockerfile without building anything."""
+    from grader.imaging import problem_plan, runtime_plan
+    from grader.suite import find_suite
+
+    if what == "problem":
+        s = find_suite(suite, [PROBLEM_BUNDLES])
+        pid = problem_id or next(iter(s.problems))
+        if pid not in s.problems:
+            raise click.BadParameter(f"{pid!r} is not a problem of {s.id}")
+        runtime = runtime_plan(_runtime_cfg(cuda_base, "cpu"), download=False).tag
+        plan = problem_plan(runtime, s.id, s.problems[pid])
+    else:
+        plan = runtime_plan(_runtime_cfg(cuda_base, what.removeprefix("runtime-")), download=False)
+    click.echo(f"# tag: {plan.tag}")
+    click.echo(plan.dockerfile, nl=False)
+
+
+@images.command("build")
+@click.option("--suite", "suites", multiple=True, default=["demo"], show_default=True,
+              help="Build the problem images of these suites too.")
+def images_build(suites: tuple[str, ...]) -> None:
+    """Build (or find) the CPU runtime and the problem images; builds only what is missing."""
+    from grader.imaging import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.sandbox.docker_engine import DockerEngine
+    from grader.suite import find_suite
+
+    engine = DockerEngine()
+    runtime = ensure_runtime(engine, RuntimeConfig())
+    click.echo(f"{'built' if runtime.built else 'present'}: {runtime.tag}")
+    for name in suites:
+        suite = find_suite(name, [PROBLEM_BUNDLES])
+        for bundle in suite.problems.values():
+            got = ensure(engine, problem_plan(runtime.tag, suite.id, bundle))
+            click.echo(f"{'built' if got.built else 'present'}: {got.tag}")
+
+
+@images.command("list")
+def images_list() -> None:
+    """List the grader's images (label grader.image)."""
+    from grader.sandbox.docker_engine import DockerEngine
+
+    for img in DockerEngine().images():
+        click.echo(f"{img.kind:<13} {img.tag:<60} {img.size_bytes / 1e6:8.0f} MB  {img.created}")
+
+
+@images.command("prune")
+@click.option("--all", "everything", is_flag=True, help="Also the root filesystem and runtimes.")
+def images_prune(everything: bool) -> None:
+    """Remove problem images (and with --all every grader image) and leftover containers."""
+    from grader.sandbox.docker_engine import DockerEngine
+
+    engine = DockerEngine()
+    gone = engine.reap()
+    for img in engine.images():
+        if everything or img.kind == "problem":
+            engine.remove_image(img.tag)
+            click.echo(f"removed {img.tag}")
+    click.echo(f"removed {gone} leftover container(s)")
+
+
+@click.command()
+def doctor() -> None:
+    """Check this host: Docker, seccomp, GPU passthrough, output caps, images."""
+    from grader.doctor import run_checks
+
+    checks = run_checks()
+    for c in checks:
+        click.echo(f"{'ok ' if c.ok else 'NO '} {c.name:<18} {c.detail}")
+    if not all(c.ok for c in checks if c.name in ("docker",)):
+        sys.exit(1)
+
+
+@click.group()
+def policy() -> None:
+    """Show the policies that say what an entry may call."""
+
+
+@policy.command("list")
+def policy_list() -> None:
+    """List the available policies."""
+    from grader.detect.policy import list_policies
+
+    for name in list_policies():
+        click.echo(name)
+
+
+@policy.command("show")
+@click.argument("name")
+def policy_show(name: str) -> None:
+    """Print policy NAME (a name under policies/ or a file)."""
+    from grader.detect.policy import load_policy, policy_text
+
+    click.echo(policy_text(load_policy(name)))
+
+
+@click.command()
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--policy", "policy_name", default="triton", show_default=True)
+@click.option("--sarif", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the findings as SARIF 2.1.0 to this file.")
+def check(bundle: Path, policy_name: str, sarif: Path | None) -> None:
+    """Static analysis only (no Docker, no GPU): print the findings of BUNDLE's kernels."""
+    from grader.bundle_tools import static_check
+
+    findings = static_check(bundle, policy_name)
+    total = 0
+    for fname, items in findings.items():
+        for f in items:
+            total += 1
+            click.echo(f"{fname}:{f.line or 0}: {f.severity.value:<9} {f.rule} {f.message}")
+    click.echo(f"{total} finding(s) in {len(findings)} file(s)")
+    if sarif is not None:
+        from grader import __version__
+        from grader.report.sarif import to_sarif
+
+        sarif.write_text(json.dumps(to_sarif(findings, tool_version=__version__), indent=2))
+        click.echo(f"sarif: {sarif}")
+
+
+@click.group()
+def bundle() -> None:
+    """Make and check submission bundles (for participants)."""
+
+
+@bundle.command("create")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def bundle_create(directory: Path, output: Path) -> None:
+    """Pack DIRECTORY (submission.toml + kernels/) into a bundle, validating it first."""
+    from grader.bundle_tools import create_bundle
+
+    sub = create_bundle(directory, output)
+    click.echo(f"{output}: {len(sub.manifest.problems)} kernel(s) for suite "
+               f"{sub.manifest.submission.suite}")
+
+
+def register(cli: click.Group) -> None:
+    for cmd in (images, doctor, policy, check, bundle):
+        cli.add_command(cmd)

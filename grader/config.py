@@ -1,0 +1,34 @@
+"""The options of one grading run, built by the CLI and passed down whole."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from grader.imaging import RuntimeConfig
+from grader.paths import PROBLEM_BUNDLES
+from grader.sandbox.spec import Limits
+from grader.verdicts import Verdict
+
+ShapeSelection = Literal["all", "smoke", "scored"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    bundle: Path
+    out_dir: Path
+    suite_roots: tuple[Path, ...] = (PROBLEM_BUNDLES,)
+    policy: str = "triton"
+    hardware: str = "cpu-interpreter"
+    device: str = "cpu"  # "cpu" (Triton interpreter) or "cuda"
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    shapes: ShapeSelection = "all"
+    problems: tuple[str, ...] = ()  # empty: every problem of the suite
+    formats: tuple[str, ...] = ("json", "html")
+    fail_on: frozenset[Verdict] = frozenset()
+    seed_secret: bytes | None = None  # None: a fresh secret for this run
+    seeds_per_shape: int | None = None  # None: the suite's setting
+    entry_limits: Limits = field(default_factory=Limits)
+    reference_limits: Limits = field(default_factory=lambda: Limits(
+        memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))

@@ -1,0 +1,134 @@
+"""The one table of detection rules: id, title, default severity and what each catches.
+
+Static analysis, the trace judge, SARIF export and docs/detection.md all read this table; a
+policy may change a rule's severity (`[severity]` in policies/*.toml) but never its meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader.detect.findings import Severity
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleInfo:
+    title: str
+    severity: Severity
+    layer: str  # "static" or "dynamic": which analysis emits it
+    description: str
+
+
+_S, _D = "static", "dynamic"
+_I, _W, _F = Severity.INFO, Severity.WARNING, Severity.FALLBACK
+_V, _T = Severity.VIOLATION, Severity.TAMPERING
+
+RULES: dict[str, RuleInfo] = {
+    # -- the analysis itself ------------------------------------------------------------
+    "ST000": RuleInfo(title="source does not parse", severity=_I, layer=_S, description=(
+        "The file is not valid Python. The run decides the verdict (compile_error); static "
+        "analysis has nothing to say about it.")),
+    "ST001": RuleInfo(title="source too deeply nested to analyse", severity=_V, layer=_S,
+        description=(
+        "The syntax tree is deeper than the analyser's recursion allows. No honest kernel "
+        "needs this, and it would hide everything else from static analysis.")),
+    "ST002": RuleInfo(title="no kernel() function", severity=_I, layer=_S, description=(
+        "No module-level `def kernel`. Reachability then starts from all module-level code; "
+        "the run decides whether the entry can be called at all.")),
+    # -- fallback delegation ------------------------------------------------------------
+    "FB001": RuleInfo(title="PyTorch compute function", severity=_F, layer=_S, description=(
+        "A torch function that computes (torch.matmul, torch.nn.functional.*, torch.linalg.*, "
+        "nn layers, ...) is used outside @triton.jit code, directly or through an alias, a "
+        "`from` import, getattr or a dynamic import. Anything not in the policy's allowed op "
+        "groups or torch utilities is compute.")),
+    "FB002": RuleInfo(title="Tensor compute method", severity=_F, layer=_S, description=(
+        "A Tensor method that computes (x.sum(), x.softmax(), x.matmul(), x.cpu().numpy() "
+        "...) is called outside @triton.jit code. Names shared with Python containers "
+        "(add, sort, index, ...) are only flagged on receivers known to be tensors.")),
+    "FB003": RuleInfo(title="Tensor operator", severity=_F, layer=_S, description=(
+        "`a @ b` anywhere outside @triton.jit code, or arithmetic/comparison where one "
+        "operand is known to be a tensor: PyTorch computes it, not the entry's kernel.")),
+    "FB004": RuleInfo(title="try/except fallback to PyTorch", severity=_F, layer=_S,
+        description=(
+        "A try block launches Triton and its except handler computes with PyTorch: when the "
+        "launch fails the entry silently delegates (and the run may never show it).")),
+    "FB005": RuleInfo(title="no Triton kernel in the file", severity=_F, layer=_S,
+        description="The file defines no @triton.jit function: no kernel in the target DSL."),
+    # -- decoys -------------------------------------------------------------------------
+    "DK001": RuleInfo(title="decoy Triton kernel", severity=_W, layer=_S, description=(
+        "A @triton.jit function that nothing reachable from kernel() launches or calls. The "
+        "run decides whether any Triton kernel actually ran.")),
+    "DK002": RuleInfo(title="returned buffer no launch wrote", severity=_W, layer=_S,
+        description=(
+        "kernel() returns a buffer it allocated but never passed to any call, so no Triton "
+        "launch can have written it.")),
+    # -- policy violations --------------------------------------------------------------
+    "VL001": RuleInfo(title="banned kernel library", severity=_V, layer=_S, description=(
+        "Imports or uses a vendor or framework kernel library (flash_attn, xformers, vllm, "
+        "cupy, ...): see the policy's `names.vendor_kernels`.")),
+    "VL002": RuleInfo(title="PyTorch compiler", severity=_V, layer=_S, description=(
+        "torch.compile, dynamo, inductor, TorchScript, export or C++/CUDA extension "
+        "building: generated kernels, not the entry's own.")),
+    "VL003": RuleInfo(title="PyTorch internals", severity=_V, layer=_S, description=(
+        "torch.ops, torch._C, torch.library, dispatch-mode machinery or any private torch "
+        "name (torch._scaled_mm ...): direct access to native kernels, bypassing the op "
+        "policy.")),
+    "VL004": RuleInfo(title="native library loading", severity=_V, layer=_S, description=(
+        "ctypes or cffi: loads libcublas/libcudnn or any native code behind the analysis.")),
+    # -- disguise -----------------------------------------------------------------------
+    "DS001": RuleInfo(title="dynamic import of a computed name", severity=_W, layer=_S,
+        description=(
+        "__import__/importlib with a module name the analyser cannot compute, or import "
+        "machinery (importlib.util, sys.path, pkgutil).")),
+    "DS002": RuleInfo(title="code from text", severity=_V, layer=_S, description=(
+        "eval, exec, compile, marshal, pickle loads or code objects: code the analyser "
+        "cannot see.")),
+    "DS003": RuleInfo(title="name looked up at run time", severity=_W, layer=_S, description=(
+        "getattr with a name the analyser cannot compute, globals()/vars()/locals(), "
+        "__dict__ or __builtins__ lookups: a way to reach a function without naming it.")),
+    # -- tampering with the grader's evidence -------------------------------------------
+    "TM001": RuleInfo(title="monkeypatching", severity=_T, layer=_S, description=(
+        "Assigns, sets or deletes attributes of torch, triton, time, the harness or other "
+        "protected modules, patches with unittest.mock, assigns dunder attributes or "
+        "defines __torch_function__/__torch_dispatch__ (seen in public harness exploits: "
+        "patched timers and torch.allclose).")),
+    "TM002": RuleInfo(title="frame or heap introspection", severity=_T, layer=_S,
+        description=(
+        "gc.get_objects/get_referrers, inspect, sys._getframe, sys.modules, tracing hooks, "
+        "f_back/f_globals/__globals__/__subclasses__: the way entries have read expected "
+        "outputs and the harness's state.")),
+    "TM003": RuleInfo(title="RNG state", severity=_V, layer=_S, description=(
+        "Seeds or reads the random generators (manual_seed, get/set_rng_state): a kernel has "
+        "no need to, and it is how input prediction starts.")),
+    # -- sandbox --------------------------------------------------------------------------
+    "SB001": RuleInfo(title="processes and signals", severity=_V, layer=_S, description=(
+        "subprocess, os.system/fork/exec*, multiprocessing, signal, atexit, os._exit.")),
+    "SB002": RuleInfo(title="threads", severity=_V, layer=_S, description=(
+        "threading, concurrent.futures, asyncio: torch ops in another thread are invisible "
+        "to the dispatch trace.")),
+    "SB003": RuleInfo(title="files, network or environment", severity=_V, layer=_S,
+        description=(
+        "open, pathlib, os.environ/getenv, sockets, HTTP clients, torch.load/save.")),
+    "SB004": RuleInfo(title="extra CUDA stream or graph", severity=_V, layer=_S, description=(
+        "torch.cuda.Stream/stream/set_stream, CUDA graphs, a `stream=` argument: work off "
+        "the timed stream escapes the timer.")),
+    "PR001": RuleInfo(title="precision downgrade", severity=_W, layer=_S, description=(
+        "Host code converts to float16/bfloat16/float8 or lowers float32 matmul precision. "
+        "Correctness at the problem's tolerance decides; shown as a warning.")),
+    # -- dynamic (the trace of what ran) ----------------------------------------------
+    "DY001": RuleInfo(title="PyTorch computed during kernel()", severity=_F, layer=_D,
+        description=(
+        "The dispatch trace recorded aten ops outside the policy's allowed groups while "
+        "kernel() ran.")),
+    "DY002": RuleInfo(title="no Triton kernel ran", severity=_F, layer=_D, description=(
+        "No Triton launch was recorded during kernel(): no kernel in the target DSL ran.")),
+    "DY003": RuleInfo(title="DSL share of device time below threshold", severity=_F,
+        layer=_D, description=(
+        "On the GPU, the entry's own Triton kernels took less than the policy's "
+        "native_share_threshold of device time; vendor, PyTorch-native and unknown kernels "
+        "took the rest.")),
+    "DY004": RuleInfo(title="launches without device kernels", severity=_W, layer=_D,
+        description=(
+        "Triton launches were reported but the profiler saw none of the entry's own Triton "
+        "kernels on the device: the evidence does not agree.")),
+}

@@ -1,0 +1,29 @@
+"""The detection layer as the grading loop sees it: a policy, the static analysis of a file,
+and the judge of what ran (kernel attribution + the policy's rules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader.detect.dynamic import judge_trace
+from grader.detect.findings import Finding
+from grader.detect.kernels import classify, dsl_share
+from grader.detect.policy import Policy
+from grader.detect.static import analyze
+from grader.report.model import KernelTime, Trace
+
+
+@dataclass(frozen=True, kw_only=True)
+class Detector:
+    policy: Policy
+
+    def static(self, source: str, filename: str) -> list[Finding]:
+        return analyze(source, filename, self.policy)
+
+    def judge(self, trace: Trace, own_kernels: set[str]) -> tuple[list[Finding], Trace]:
+        kernels = [KernelTime(name=k.name, kind=str(classify(k.name, own_kernels)),
+                              device_us=k.device_us, calls=k.calls) for k in trace.device_kernels]
+        findings, _ = judge_trace(trace.torch_ops, trace.triton_launches,
+                                  [(k.name, k.kind, k.device_us) for k in kernels], self.policy)
+        share = dsl_share([(k.name, k.kind, k.device_us) for k in kernels])
+        return findings, trace.model_copy(update={"device_kernels": kernels, "dsl_share": share})

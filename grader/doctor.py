@@ -1,0 +1,70 @@
+"""`grader doctor`: can this host grade? Each check says what it found and what to do."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from dataclasses import dataclass
+
+from grader.errors import DockerUnavailable
+from grader.imaging import RuntimeConfig, rootfs_tag, runtime_plan
+from grader.sandbox.capped import can_mount
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def gpu_mode(info: dict[str, object] | None) -> tuple[str, list[str]]:
+    """How a GPU would reach containers: NVIDIA's toolkit, raw device nodes, or none."""
+    nodes = sorted(glob.glob("/dev/nvidia*"))
+    runtimes = (info or {}).get("Runtimes") or {}
+    if isinstance(runtimes, dict) and "nvidia" in runtimes:
+        return "toolkit", nodes
+    if any(n.rstrip("0123456789").endswith("/dev/nvidia") and n[-1].isdigit() for n in nodes):
+        return "devices", nodes
+    return "none", nodes
+
+
+def run_checks() -> list[Check]:
+    checks: list[Check] = []
+    info: dict[str, object] | None = None
+    engine = None
+    try:
+        from grader.sandbox.docker_engine import DockerEngine
+
+        engine = DockerEngine()
+        info = engine.info()
+        checks.append(Check(name="docker", ok=True,
+                            detail=f"engine {engine.version()}, storage {info.get('Driver')}, "
+                                   f"cgroup v{info.get('CgroupVersion', '?')}"))
+        sec = [str(o) for o in info.get("SecurityOptions", [])]  # type: ignore[attr-defined]
+        has_seccomp = any("seccomp" in o for o in sec)
+        checks.append(Check(name="seccomp", ok=has_seccomp,
+                            detail=", ".join(sec) or "none reported"))
+    except DockerUnavailable as exc:
+        checks.append(Check(name="docker", ok=False, detail=str(exc)))
+    mode, nodes = gpu_mode(info)
+    checks.append(Check(name="gpu", ok=True,
+                        detail={"toolkit": "NVIDIA container toolkit: device requests",
+                                "devices": f"no toolkit: pass device nodes {', '.join(nodes)} "
+                                           "and bind the driver libraries",
+                                "none": "no NVIDIA GPU: --device cpu (Triton interpreter)"}[mode]))
+    checks.append(Check(name="output cap", ok=can_mount(),
+                        detail="host tmpfs per container (root)" if can_mount() else
+                        "not root: output folders are not size-capped; run as root"))
+    checks.append(Check(name="debootstrap", ok=shutil.which("debootstrap") is not None,
+                        detail=shutil.which("debootstrap")
+                        or "missing: apt-get install debootstrap"))
+    if engine is not None:
+        runtime_tag = runtime_plan(RuntimeConfig(), download=False).tag
+        for label, tag in (("rootfs image", rootfs_tag()), ("cpu runtime image", runtime_tag)):
+            present = engine.image_id(tag) is not None
+            missing = "" if present else ": missing (grader images build)"
+            checks.append(Check(name=label, ok=present, detail=tag + missing))
+    checks.append(Check(name="user", ok=True, detail=f"uid {os.geteuid()}"))
+    return checks

@@ -1,0 +1,120 @@
+"""What comes back from a container, read without trusting it.
+
+The output directory of an entry container was writable by entry code: every name, type and
+size is checked (lstat, no links followed) and every JSON file validated against a schema
+before anything else looks at it. Anything odd is recorded as an anomaly for the judge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grader.harness import tensors
+
+MAX_JSON = 4 << 20
+CASE_FILE = re.compile(r"^(?P<case>[A-Za-z0-9_.-]{1,160})\.(?P<kind>in|ref|out)$")
+JSON_FILES = ("ready.json", "result.json")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReadyFile(_Model):
+    ok: bool
+    error: str | None = Field(default=None, max_length=20000)
+    import_s: float | None = None
+    jit_functions: list[str] = Field(default_factory=list, max_length=1000)
+
+
+class KernelRecord(_Model):
+    name: str = Field(max_length=2000)
+    device_us: float = Field(ge=0)
+    calls: int = Field(ge=1)
+
+
+class TraceRecord(_Model):
+    torch_ops: dict[str, int] = Field(default_factory=dict, max_length=5000)
+    triton_launches: dict[str, int] = Field(default_factory=dict, max_length=5000)
+    device_kernels: list[KernelRecord] = Field(default_factory=list, max_length=20000)
+
+
+class CaseRecord(_Model):
+    ok: bool
+    error: str | None = Field(default=None, max_length=20000)
+    wall_s: float | None = None
+    trace: TraceRecord | None = None
+
+
+class ResultFile(_Model):
+    cases: dict[str, CaseRecord] = Field(max_length=10000)
+
+
+@dataclass(kw_only=True)
+class OutDir:
+    """The checked content of one output directory."""
+
+    ready: ReadyFile | None = None
+    result: ResultFile | None = None
+    tensor_files: dict[tuple[str, str], Path] = field(default_factory=dict)  # (case, kind) -> path
+    anomalies: list[str] = field(default_factory=list)
+
+    def load_tensors(self, case: str, kind: str, max_bytes: int) -> list[Any] | str:
+        """The values of a case file, or a string saying why they cannot be read."""
+        path = self.tensor_files.get((case, kind))
+        if path is None:
+            return f"no {kind} file for case {case}"
+        try:
+            return tensors.load(path, max_bytes=max_bytes)
+        except (tensors.TensorFileError, OSError, RuntimeError) as exc:
+            return f"unreadable {kind} file for case {case}: {exc}"
+
+
+def _read_json(path: Path, model: type[_Model], out: OutDir) -> Any:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(MAX_JSON + 1)
+        if len(raw) > MAX_JSON:
+            out.anomalies.append(f"{path.name}: larger than {MAX_JSON} bytes")
+            return None
+        return model.model_validate(json.loads(raw))
+    except (OSError, ValueError, ValidationError) as exc:
+        out.anomalies.append(f"{path.name}: not valid ({str(exc)[:300]})")
+        return None
+
+
+def read_out_dir(path: Path) -> OutDir:
+    out = OutDir()
+    try:
+        entries = list(os.scandir(path))
+    except OSError as exc:
+        out.anomalies.append(f"cannot list the output directory: {exc}")
+        return out
+    for entry in entries:
+        name = entry.name
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            kind = "symlink" if stat.S_ISLNK(st.st_mode) else "non-regular file"
+            out.anomalies.append(f"{name!r}: a {kind} in the output directory")
+            continue
+        if name == "ready.json":
+            out.ready = _read_json(entry.path, ReadyFile, out)
+        elif name == "result.json":
+            out.result = _read_json(entry.path, ResultFile, out)
+        elif m := CASE_FILE.match(name):
+            out.tensor_files[(m["case"], m["kind"])] = Path(entry.path)
+        elif not name.startswith("."):
+            out.anomalies.append(f"{name[:100]!r}: unexpected file in the output directory")
+    return out

@@ -1,0 +1,176 @@
+"""`grader run`: one bundle, one suite, every problem; a verdict for each, a report for all."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader import __version__
+from grader.config import RunConfig
+from grader.detection import Detector
+from grader.errors import InfraError, UsageError
+from grader.formats.problem import Shape
+from grader.imaging import ensure, ensure_runtime, problem_plan
+from grader.intake import Submission, open_bundle
+from grader.judge import judge_problem, tail, whole_problem
+from grader.problem_run import Case, Sandbox, run_entry, run_reference
+from grader.report.model import (
+    Environment,
+    ProblemResult,
+    Report,
+    ShapeResult,
+    SubmissionSummary,
+    SuiteSummary,
+    Summary,
+)
+from grader.sandbox.docker_engine import DockerEngine
+from grader.suite import ProblemBundle, Suite, find_suite
+from grader.verdicts import Verdict, worst
+
+Progress = Callable[[str], None]
+
+
+def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
+    """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
+    digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
+
+
+def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
+    shapes = bundle.problem.shapes
+    if cfg.shapes == "smoke":
+        return [s for s in shapes if s.smoke]
+    if cfg.shapes == "scored":
+        return [s for s in shapes if not s.smoke]
+    return list(shapes)
+
+
+def summarize(problems: list[ProblemResult]) -> Summary:
+    shapes = [s for p in problems for s in p.shapes]
+    counts = {v: sum(1 for s in shapes if s.verdict == v) for v in Verdict}
+    n = len(shapes)
+    correct = counts[Verdict.PASSED] + counts[Verdict.FALLBACK]
+    passed = counts[Verdict.PASSED]
+    return Summary(problems=len(problems), shapes=n,
+                   verdicts={v: c for v, c in counts.items() if c},
+                   correct_shapes=correct, passed_shapes=passed,
+                   correctness_rate=correct / n if n else 0.0,
+                   dsl_adoption_rate=passed / n if n else 0.0,
+                   illusion_gap=(correct - passed) / n if n else 0.0)
+
+
+class Grader:
+    def __init__(self, cfg: RunConfig, engine: DockerEngine, detector: Detector,
+                 progress: Progress) -> None:
+        self.cfg = cfg
+        self.engine = engine
+        self.detector = detector
+        self.progress = progress
+        self.secret = cfg.seed_secret or secrets.token_bytes(32)
+        self.session = uuid.uuid4().hex[:12]
+        self.images: dict[str, str] = {}
+
+    def grade_problem(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
+                      runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
+        shapes = select_shapes(bundle, self.cfg)
+        base = {"id": bundle.id, "operator": bundle.problem.operator}
+        kernel = sub.kernel_path(bundle.id)
+        if kernel is None:
+            rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
+            return ProblemResult(**base, verdict=Verdict.MISSING, shapes=rs)
+        rel = sub.manifest.problems[bundle.id].file
+        static = self.detector.static(kernel.read_text(encoding="utf-8", errors="replace"), rel)
+        t0 = time.monotonic()
+        self.progress(f"{bundle.id}: image")
+        image = ensure(self.engine, problem_plan(runtime_tag, suite.id, bundle))
+        self.images[bundle.id] = image.id
+        n_seeds = self.cfg.seeds_per_shape or suite.info.seeds_per_shape
+        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
+                 for s in shapes for k in range(n_seeds)]
+        limits = self.cfg.entry_limits
+        self.progress(f"{bundle.id}: reference ({len(cases)} cases)")
+        with run_reference(sandbox, image.tag, cases, self.cfg.reference_limits) as (ref, ref_dir):
+            failed = [c.id for c in cases if not (ref.out.result and ref.out.result.cases.get(
+                c.id) and ref.out.result.cases[c.id].ok)]
+            if ref.exit.timed_out or ref.out.result is None or failed:
+                errs = [r.error for r in (ref.out.result.cases.values() if ref.out.result else [])
+                        if r.error]
+                detail = "the reference run failed" + (f" on {failed}" if failed else "")
+                rs = whole_problem(shapes, Verdict.INFRA_ERROR, detail,
+                                   tail(errs[0] if errs else ref.exit.logs))
+                return ProblemResult(**base, verdict=Verdict.INFRA_ERROR, shapes=rs,
+                                     findings=static, kernel_file=rel, image=image.tag)
+            self.progress(f"{bundle.id}: entry")
+            with run_entry(sandbox, image.tag, kernel, cases, ref_dir, limits) as entry:
+                own = set(entry.out.ready.jit_functions) if entry.out.ready else set()
+                results = judge_problem(problem=bundle.problem, shapes=shapes, cases=cases,
+                                        reference=ref, entry=entry, static=static,
+                                        own_kernels=own, tracer=self.detector,
+                                        max_output_bytes=limits.output_bytes)
+        verdict = worst([r.verdict for r in results])
+        return ProblemResult(**base, verdict=verdict, shapes=results, findings=static,
+                             kernel_file=rel, image=image.tag, wall_s=time.monotonic() - t0,
+                             detail=verdict.message, stderr_excerpt=tail(entry.exit.logs))
+
+    def run(self) -> Report:
+        cfg = self.cfg
+        if not cfg.bundle.is_file():
+            raise UsageError(f"{cfg.bundle}: no such file")
+        work = Path(tempfile.mkdtemp(prefix="grader-run-"))
+        try:
+            sub = open_bundle(cfg.bundle, work / "submission")
+            suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
+            unknown = sorted(set(cfg.problems) - set(suite.problems))
+            if unknown:
+                raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
+            self.progress("runtime image")
+            runtime = ensure_runtime(self.engine, cfg.runtime)
+            self.images["runtime"] = runtime.id
+            python = "/opt/venv/bin/python3" if cfg.runtime.kind == "cpu" else cfg.runtime.python
+            sandbox = Sandbox(engine=self.engine, session=self.session, python=python,
+                              device=cfg.device)
+            problems: list[ProblemResult] = []
+            for pid, bundle in suite.problems.items():
+                if cfg.problems and pid not in cfg.problems:
+                    continue
+                try:
+                    problems.append(self.grade_problem(suite, bundle, sub, runtime.tag, sandbox))
+                except InfraError as exc:
+                    # One problem's infrastructure failure does not lose the others.
+                    rs: list[ShapeResult] = whole_problem(select_shapes(bundle, cfg),
+                                                          Verdict.INFRA_ERROR, exc.message)
+                    problems.append(ProblemResult(id=pid, operator=bundle.problem.operator,
+                                                  verdict=Verdict.INFRA_ERROR, shapes=rs,
+                                                  detail=str(exc)))
+            extra = sorted(set(sub.manifest.problems) - set(suite.problems))
+            if extra:
+                self.progress(f"ignored kernels for problems not in the suite: {extra}")
+            return Report(
+                created_at=datetime.now(UTC),
+                submission=SubmissionSummary(
+                    name=sub.manifest.submission.name, suite=suite.id,
+                    dsl=sub.manifest.submission.dsl, agent=sub.manifest.submission.agent,
+                    bundle_sha256=hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()),
+                suite=SuiteSummary(id=suite.id, version=suite.info.version,
+                                   weights_version=suite.weights.version),
+                environment=Environment(
+                    grader_version=__version__, hardware=cfg.hardware,
+                    device="cpu (Triton interpreter)" if cfg.device == "cpu" else cfg.device,
+                    is_performance=cfg.device != "cpu", policy=cfg.policy,
+                    images=dict(self.images),
+                    seed_commitment=hashlib.sha256(self.secret).hexdigest(),
+                    docker=self.engine.version()),
+                problems=problems,
+                summary=summarize(problems),
+            )
+        finally:
+            self.engine.reap(self.session)
+            shutil.rmtree(work, ignore_errors=True)

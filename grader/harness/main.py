@@ -1,0 +1,175 @@
+"""The in-container harness: runs the reference (trusted) or an entry (untrusted).
+
+Everything this process writes is *evidence* for the host to validate, never a verdict: in
+entry mode the entry's code shares this process and can rewrite any of it.
+
+Protocol (paths are fixed container paths):
+  reference: /grader/in/job.json lists cases {id, params, seed}; for each case write
+             <id>.in (make_inputs) and <id>.ref (reference outputs) to /grader/out.
+  entry:     import /grader/entry/kernel.py, then write /grader/out/ready.json; only then does
+             the host place the inputs and /grader/in/job.json (so nothing the entry does at
+             import time can see them); for each case write <id>.out and finally result.json.
+Standard library, torch and triton only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+IN = Path("/grader/in")
+OUT = Path("/grader/out")
+PROBLEM = Path("/grader/problem")
+ENTRY = Path("/grader/entry/kernel.py")
+EXCERPT = 4000
+JOB_WAIT_S = 600.0
+
+
+def _excerpt(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc))
+    return text[-EXCERPT:]
+
+
+def _write_json(name: str, data: dict[str, Any]) -> None:
+    tmp = OUT / f".{name}.part"
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, OUT / name)
+
+
+def _load_module(path: Path, name: str) -> Any:
+    # Loaded by path, with its folder kept off sys.path: a `torch.py` beside the kernel
+    # shadows nothing.
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wait_for_job() -> dict[str, Any]:
+    deadline = time.monotonic() + JOB_WAIT_S
+    job = IN / "job.json"
+    while not job.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("no job arrived")
+        time.sleep(0.02)
+    data: dict[str, Any] = json.loads(job.read_text())
+    return data
+
+
+def _as_tuple(out: Any) -> tuple[Any, ...]:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run_reference() -> int:
+    import torch
+
+    from . import tensors
+
+    job = json.loads((IN / "job.json").read_text())
+    ref = _load_module(PROBLEM / "reference.py", "problem_reference")
+    device = job["device"]
+    results: dict[str, Any] = {}
+    for case in job["cases"]:
+        cid = case["id"]
+        try:
+            inputs = ref.make_inputs(case["seed"], device, **case["params"])
+            tensors.save(OUT / f"{cid}.in", _as_tuple(inputs))
+            with torch.no_grad():
+                expected = _as_tuple(ref.reference(*inputs))
+            _sync(device)
+            tensors.save(OUT / f"{cid}.ref", expected)
+            results[cid] = {"ok": True}
+        except Exception as exc:
+            results[cid] = {"ok": False, "error": _excerpt(exc)}
+    _write_json("result.json", {"cases": results})
+    return 0
+
+
+def _jit_names(module: Any) -> list[str]:
+    """Names of the module's Triton kernels (JITFunction, possibly under autotune wrappers)."""
+    names = []
+    for value in vars(module).values():
+        fn = value
+        for _ in range(4):  # Autotuner/Heuristics wrap the JITFunction in `.fn`
+            if type(fn).__name__ == "JITFunction":
+                names.append(getattr(fn, "__name__", None) or fn.fn.__name__)
+                break
+            fn = getattr(fn, "fn", None)
+            if fn is None:
+                break
+    return sorted(set(names))
+
+
+def run_entry() -> int:
+    t0 = time.monotonic()
+    try:
+        module = _load_module(ENTRY, "entry_kernel")
+        kernel = getattr(module, "kernel", None)
+        if not callable(kernel):
+            raise AttributeError("the kernel file defines no callable kernel()")
+    except BaseException as exc:  # the entry may raise anything, SystemExit included
+        _write_json("ready.json", {"ok": False, "error": _excerpt(exc)})
+        return 3
+    _write_json("ready.json", {"ok": True, "import_s": time.monotonic() - t0,
+                               "jit_functions": _jit_names(module)})
+
+    import torch
+
+    from . import tensors
+    from .trace import Tracer
+
+    job = _wait_for_job()
+    device = job["device"]
+    results: dict[str, Any] = {}
+    warmed = not device.startswith("cuda")
+    for case in job["cases"]:
+        cid = case["id"]
+        try:
+            inputs = tensors.load(IN / f"{cid}.in", device=device)
+            if not warmed:
+                # One untraced call first: autotuning and compilation on the first call would
+                # otherwise drown the kernel's own device time (seen on the H200, 2026-11-29).
+                warmed = True
+                kernel(*tensors.load(IN / f"{cid}.in", device=device))
+                _sync(device)
+            tracer = Tracer(device=device, profile_device=device.startswith("cuda"))
+            start = time.perf_counter()
+            with tracer:
+                out = _as_tuple(kernel(*inputs))
+                _sync(device)
+            wall = time.perf_counter() - start
+            bad = [type(o).__name__ for o in out if not isinstance(o, torch.Tensor)]
+            if bad:
+                raise TypeError(f"kernel() returned {', '.join(bad)} where tensors were expected")
+            tensors.save(OUT / f"{cid}.out", out)
+            results[cid] = {"ok": True, "wall_s": wall, "trace": tracer.result()}
+        except Exception as exc:
+            results[cid] = {"ok": False, "error": _excerpt(exc)}
+    _write_json("result.json", {"cases": results})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    mode = (argv if argv is not None else sys.argv[1:])[:1]
+    if mode == ["reference"]:
+        return run_reference()
+    if mode == ["entry"]:
+        return run_entry()
+    print("usage: main.py reference|entry", file=sys.stderr)
+    return 2

@@ -1,0 +1,115 @@
+"""Tensors across the sandbox boundary, in the safetensors layout, with no pickle.
+
+A small codec of our own (8-byte little-endian header length, a JSON header, raw bytes) so the
+harness needs nothing beyond torch, and the host parses entry-written files with explicit
+limits. Non-tensor arguments (eps, flags) travel in the header's `__metadata__`.
+Standard library and torch only: this module runs next to entry code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+    "U8": torch.uint8, "BOOL": torch.bool,
+}
+CODES = {v: k for k, v in DTYPES.items()}
+MAX_HEADER = 1 << 20
+
+
+class TensorFileError(ValueError):
+    pass
+
+
+def save(path: Path, values: tuple[Any, ...] | list[Any]) -> None:
+    """Write `values` (tensors and JSON scalars, in order) to `path` atomically."""
+    header: dict[str, Any] = {}
+    blobs: list[bytes] = []
+    args: list[dict[str, Any]] = []
+    offset = 0
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            if v.dtype not in CODES:
+                raise TensorFileError(f"value {i}: unsupported dtype {v.dtype}")
+            t = v.detach().to("cpu").contiguous()
+            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            name = f"t{i}"
+            header[name] = {"dtype": CODES[t.dtype], "shape": list(t.shape),
+                            "data_offsets": [offset, offset + len(raw)]}
+            blobs.append(raw)
+            offset += len(raw)
+            args.append({"tensor": name})
+        elif v is None or isinstance(v, (bool, int, float, str)):
+            args.append({"value": v})
+        else:
+            raise TensorFileError(f"value {i}: a {type(v).__name__}, not a tensor or scalar")
+    header["__metadata__"] = {"args": json.dumps(args)}
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(head)))
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu") -> list[Any]:
+    """Read a file written by `save`, refusing anything malformed or larger than `max_bytes`."""
+    size = os.lstat(path).st_size
+    if max_bytes is not None and size > max_bytes:
+        raise TensorFileError(f"{path.name}: {size} bytes, over the limit of {max_bytes}")
+    with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW)) as f:
+        data = f.read()
+    if len(data) < 8:
+        raise TensorFileError(f"{path.name}: too short")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > MAX_HEADER or 8 + n > len(data):
+        raise TensorFileError(f"{path.name}: bad header length {n}")
+    try:
+        header = json.loads(data[8 : 8 + n])
+        args = json.loads(header.pop("__metadata__")["args"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TensorFileError(f"{path.name}: bad header: {exc}") from None
+    body = memoryview(data)[8 + n :]
+    out: list[Any] = []
+    for a in args:
+        if not isinstance(a, dict) or len(a) != 1:
+            raise TensorFileError(f"{path.name}: bad argument entry")
+        if "value" in a:
+            if not (a["value"] is None or isinstance(a["value"], (bool, int, float, str))):
+                raise TensorFileError(f"{path.name}: bad scalar")
+            out.append(a["value"])
+            continue
+        out.append(_tensor(path.name, header.get(a.get("tensor")), body, device))
+    return out
+
+
+def _tensor(fname: str, meta: Any, body: memoryview, device: str) -> torch.Tensor:
+    try:
+        dtype = DTYPES[meta["dtype"]]
+        shape = [int(d) for d in meta["shape"]]
+        start, end = (int(x) for x in meta["data_offsets"])
+    except (KeyError, TypeError, ValueError):
+        raise TensorFileError(f"{fname}: bad tensor entry {str(meta)[:100]}") from None
+    if any(d < 0 for d in shape) or not 0 <= start <= end <= len(body):
+        raise TensorFileError(f"{fname}: tensor offsets or shape out of range")
+    numel = 1
+    for d in shape:
+        numel *= d
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if numel * itemsize != end - start:
+        raise TensorFileError(f"{fname}: shape {shape} does not match {end - start} bytes")
+    raw = torch.frombuffer(bytearray(body[start:end]), dtype=torch.uint8) if end > start else \
+        torch.empty(0, dtype=torch.uint8)
+    return raw.view(dtype).reshape(shape).to(device)

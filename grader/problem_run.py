@@ -1,0 +1,124 @@
+"""Run one problem: the reference in its own container, then the entry in a hardened one.
+
+The reference container never sees the entry; the entry container never sees the reference
+(its files are masked) nor its outputs. Inputs reach the entry only after its module has been
+imported (see the protocol in grader/harness/main.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.evidence import OutDir, read_out_dir
+from grader.formats.problem import Shape
+from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
+from grader.sandbox.capped import capped_dir
+from grader.sandbox.docker_engine import DockerEngine, ExitState
+from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
+
+BOOT = f"{C_LIB}/grader_harness/boot.py"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    id: str  # "<shape>.<k>": a safe file name
+    shape: Shape
+    seed: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerRun:
+    exit: ExitState
+    out: OutDir
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sandbox:
+    """What every container of this run shares."""
+
+    engine: DockerEngine
+    session: str
+    python: str
+    device: str
+    gpu: GpuAccess | None = None
+    extra_binds: tuple[Bind, ...] = ()  # host-runtime mode: the host's toolchain, read-only
+
+
+@contextmanager
+def _in_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="grader-in-"))
+    try:
+        os.chmod(path, 0o755)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_job(in_dir: Path, cases: list[Case], device: str, params: bool) -> None:
+    job = {"device": device, "cases": [
+        {"id": c.id, **({"params": c.shape.params, "seed": c.seed} if params else {})}
+        for c in cases
+    ]}
+    tmp = in_dir / ".job.json.part"
+    tmp.write_text(json.dumps(job))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, in_dir / "job.json")
+
+
+def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
+          masks: tuple[str, ...] = ()) -> ContainerSpec:
+    env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    if sb.device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role)], role=role,
+                         session=sb.session, env=env, binds=(*sb.extra_binds, *binds),
+                         masks=masks, limits=limits, gpu=sb.gpu)
+
+
+@contextmanager
+def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits
+                  ) -> Iterator[tuple[ContainerRun, Path]]:
+    """Run the reference; yields the run and its output folder (alive inside the block)."""
+    with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
+        _write_job(in_dir, cases, sb.device, params=True)
+        binds = [Bind(host=str(in_dir), container=C_IN),
+                 Bind(host=str(out_dir), container=C_OUT, read_only=False)]
+        exit_state = sb.engine.run(_spec(sb, image, Role.REFERENCE, binds, limits))
+        yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir)), out_dir
+
+
+@contextmanager
+def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_out: Path,
+              limits: Limits) -> Iterator[ContainerRun]:
+    """Run the entry on the reference's inputs (copied in only once the entry is imported);
+    yields the run while its output folder is still there to read."""
+    with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
+        binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
+                 Bind(host=str(in_dir), container=C_IN),
+                 Bind(host=str(out_dir), container=C_OUT, read_only=False)]
+        delivered = False
+
+        def deliver_when_ready() -> None:
+            nonlocal delivered
+            if delivered or not (out_dir / "ready.json").exists():
+                return
+            delivered = True
+            for c in cases:
+                src = ref_out / f"{c.id}.in"
+                if src.is_file():
+                    dst = in_dir / f"{c.id}.in"
+                    shutil.copyfile(src, dst)
+                    os.chmod(dst, 0o644)
+            _write_job(in_dir, cases, sb.device, params=False)
+
+        spec = _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,))
+        exit_state = sb.engine.run(spec, on_poll=deliver_when_ready)
+        yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir))

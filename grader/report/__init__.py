@@ -1,0 +1,1 @@
+"""The report: its schema (model.py) and its renderings (json, html, ...)."""

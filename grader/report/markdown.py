@@ -1,0 +1,147 @@
+"""`report.md`: a compact GitHub-flavoured summary for CI job pages.
+
+Pure: a `Report` in, text out. GitHub renders job summaries as Markdown with inline HTML, so
+entry-supplied text could otherwise break out of a table cell, open a code span, inject a
+link or image, or mention a team. `md_text` neutralises all of that.
+"""
+
+from __future__ import annotations
+
+import re
+
+from grader.report.model import ProblemResult, Report, ShapeResult
+from grader.report.render import clean_text
+from grader.verdicts import SEVERITY, Verdict
+
+CELL_LIMIT = 300  # entry text per table cell; the HTML report has the full excerpts
+
+EMOJI: dict[Verdict, str] = {
+    Verdict.PASSED: "✅",
+    Verdict.FALLBACK: "🟡",
+    Verdict.INCORRECT: "❌",
+    Verdict.RUNTIME_ERROR: "💥",
+    Verdict.COMPILE_ERROR: "🛠️",
+    Verdict.TIMEOUT: "⏱️",
+    Verdict.RESOURCE_LIMIT: "📈",
+    Verdict.POLICY_VIOLATION: "⛔",
+    Verdict.TAMPERING: "🚨",
+    Verdict.MISSING: "⬜",
+    Verdict.INFRA_ERROR: "🔧",
+}
+
+# Markdown punctuation that can start emphasis, code, links, images, tables, strikethrough
+# or headings; escaped with a backslash. HTML-significant characters become entities.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#!|~])")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "@": "&#64;"}
+_WHITESPACE = re.compile(r"\s+")
+
+
+def md_text(value: object, limit: int = CELL_LIMIT) -> str:
+    """Entry text made inert for a Markdown table cell: one line, escaped, capped."""
+    text = _WHITESPACE.sub(" ", clean_text(value)).strip()
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    # Backslashes first, entities second: the entities' own `#` must stay unescaped.
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return "".join(_HTML_ENTITIES.get(ch, ch) for ch in text)
+
+
+def verdict_cell(verdict: Verdict) -> str:
+    return f"{EMOJI[verdict]} {verdict.value}"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _headline(report: Report) -> str:
+    summary = report.summary
+    counts = ", ".join(
+        f"{summary.verdicts[v]} {v.value}" for v in SEVERITY if summary.verdicts.get(v, 0)
+    )
+    return (
+        f"**{summary.problems} problems, {summary.shapes} shapes:** {counts or 'nothing graded'}"
+    )
+
+
+def _shape_time(shape: ShapeResult) -> str:
+    if shape.timing is None:
+        return "–"
+    return f"{shape.timing.median_us:.3g} µs"
+
+
+def _max_err(shape: ShapeResult) -> str:
+    abs_errs = [c.max_abs_err for c in shape.comparisons if c.max_abs_err is not None]
+    return f"{max(abs_errs):.3g}" if abs_errs else "–"
+
+
+def _problem_section(problem: ProblemResult, timed: bool) -> list[str]:
+    passed = sum(1 for s in problem.shapes if s.verdict is Verdict.PASSED)
+    lines = [
+        f"### {md_text(problem.id, 120)} · {md_text(problem.operator, 120)} · "
+        f"{verdict_cell(problem.verdict)} ({passed}/{len(problem.shapes)} shapes passed)",
+        "",
+    ]
+    if problem.detail:
+        lines += [md_text(problem.detail), ""]
+    if not problem.shapes:
+        lines += [f"_{md_text(problem.verdict.message)}_", ""]
+        return lines
+    header = "| Shape | Phase | Verdict | Detail | Max abs err |"
+    rule = "|---|---|---|---|---:|"
+    if timed:
+        header += " Median time |"
+        rule += "---:|"
+    lines += [header, rule]
+    for shape in problem.shapes:
+        smoke = " (smoke)" if shape.smoke else ""
+        row = (
+            f"| {md_text(shape.id, 80)}{smoke} | {shape.phase} "
+            f"| {verdict_cell(shape.verdict)} | {md_text(shape.detail) or '–'} "
+            f"| {_max_err(shape)} |"
+        )
+        if timed:
+            row += f" {_shape_time(shape)} |"
+        lines.append(row)
+    lines.append("")
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    """The report as a short Markdown summary (headline, rates, one table per problem)."""
+    env = report.environment
+    summary = report.summary
+    lines = [
+        f"## Grader: {md_text(report.submission.name, 120)}",
+        "",
+        f"Suite **{md_text(report.suite.id)} {md_text(report.suite.version)}** · "
+        f"DSL {md_text(report.submission.dsl)} · policy {md_text(env.policy)} · "
+        f"hardware {md_text(env.hardware)} · device {md_text(env.device)}",
+        "",
+        _headline(report),
+        "",
+        f"Correctness {_pct(summary.correctness_rate)} · DSL adoption "
+        f"{_pct(summary.dsl_adoption_rate)} · **illusion gap {_pct(summary.illusion_gap)}**",
+        "",
+    ]
+    if not env.is_performance:
+        lines += [
+            "> ⚠️ Timings come from the CPU interpreter and are not performance numbers.",
+            "",
+        ]
+    lines += ["| Problem | Operator | Verdict | Shapes passed |", "|---|---|---|---:|"]
+    for problem in report.problems:
+        passed = sum(1 for s in problem.shapes if s.verdict is Verdict.PASSED)
+        lines.append(
+            f"| {md_text(problem.id, 120)} | {md_text(problem.operator, 120)} "
+            f"| {verdict_cell(problem.verdict)} | {passed}/{len(problem.shapes)} |"
+        )
+    lines.append("")
+    timed = any(s.timing is not None for p in report.problems for s in p.shapes)
+    for problem in report.problems:
+        lines += _problem_section(problem, timed)
+    lines.append(
+        f"<sub>grader {md_text(env.grader_version)} · seed commitment "
+        f"{md_text(env.seed_commitment[:16])}… · {report.created_at.isoformat()}</sub>"
+    )
+    return "\n".join(lines) + "\n"

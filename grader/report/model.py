@@ -1,0 +1,131 @@
+"""`report.json`: the versioned record of one grading run.
+
+Every string that came from the entry (its name, its errors, its kernel names) is hostile:
+renderers must escape it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grader.detect.findings import Finding
+from grader.formats.problem import Phase
+from grader.formats.submission import AgentInfo
+from grader.verdicts import Verdict
+
+SCHEMA_VERSION: Literal["1"] = "1"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Timing(Model):
+    """Device time of the entry's kernel for one shape, in microseconds."""
+
+    median_us: float = Field(ge=0)
+    iqr_us: float = Field(ge=0)
+    cv: float = Field(ge=0)
+    samples: int = Field(ge=1)
+    method: str  # e.g. "cuda-events", "wall-clock (cpu interpreter: not a performance number)"
+
+
+class KernelTime(Model):
+    name: str
+    kind: str  # own_triton | other_triton | vendor | torch_native | copy | unknown
+    device_us: float = Field(ge=0)
+    calls: int = Field(ge=1)
+
+
+class Trace(Model):
+    """What ran during the entry's kernel() calls (as reported from inside: evidence only)."""
+
+    torch_ops: dict[str, int] = Field(default_factory=dict)
+    triton_launches: dict[str, int] = Field(default_factory=dict)
+    device_kernels: list[KernelTime] = Field(default_factory=list)
+    dsl_share: float | None = Field(default=None, ge=0, le=1)
+
+
+class Comparison(Model):
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatched: int = 0
+    total: int = 0
+    atol: float
+    rtol: float
+
+
+class ShapeResult(Model):
+    id: str
+    phase: Phase
+    smoke: bool
+    params: dict[str, int | float | bool | str]
+    verdict: Verdict
+    detail: str = ""  # why this verdict, in a sentence
+    error_excerpt: str | None = None
+    comparisons: list[Comparison] = Field(default_factory=list)  # one per seed
+    timing: Timing | None = None
+    trace: Trace | None = None
+    findings: list[Finding] = Field(default_factory=list)  # dynamic findings for this shape
+
+
+class ProblemResult(Model):
+    id: str
+    operator: str
+    verdict: Verdict  # the worst of its shapes' verdicts
+    detail: str = ""
+    kernel_file: str | None = None
+    shapes: list[ShapeResult] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)  # static findings for the file
+    image: str | None = None
+    stderr_excerpt: str | None = None
+    wall_s: float | None = None
+
+
+class SubmissionSummary(Model):
+    name: str
+    suite: str
+    dsl: str
+    agent: AgentInfo | None = None
+    bundle_sha256: str
+
+
+class SuiteSummary(Model):
+    id: str
+    version: str
+    weights_version: str
+
+
+class Environment(Model):
+    grader_version: str
+    hardware: str  # hardware profile name
+    device: str  # what the run actually used, e.g. "cpu (triton interpreter)"
+    is_performance: bool  # False on the CPU interpreter: timings are not performance numbers
+    policy: str
+    images: dict[str, str] = Field(default_factory=dict)  # role/problem -> image id
+    seed_commitment: str  # sha256 of the run's secret seed, revealed only to the organiser
+    docker: str | None = None
+
+
+class Summary(Model):
+    problems: int
+    shapes: int
+    verdicts: dict[Verdict, int]
+    correct_shapes: int  # passed or fallback: the entry's outputs were right
+    passed_shapes: int  # correct *and* native
+    correctness_rate: float = Field(ge=0, le=1)
+    dsl_adoption_rate: float = Field(ge=0, le=1)
+    illusion_gap: float = Field(ge=0, le=1)
+
+
+class Report(Model):
+    schema_version: Literal["1"] = SCHEMA_VERSION
+    created_at: datetime
+    submission: SubmissionSummary
+    suite: SuiteSummary
+    environment: Environment
+    problems: list[ProblemResult]
+    summary: Summary

@@ -1,0 +1,106 @@
+"""Write a report in the formats asked for, and read `report.json` back.
+
+This is the I/O edge of the report package: the renderers (html.py, markdown.py, junit.py)
+are pure functions from a `Report` to text. `clean_text` lives here because all three share
+it: every string that came from the entry is hostile, and some hostile bytes (NUL, lone
+surrogates, other C0 controls) break XML, confuse HTML parsers or fail UTF-8 encoding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from grader.errors import UsageError
+from grader.report.model import Report
+
+FORMATS: tuple[str, ...] = ("json", "html", "md", "junit")
+
+FILENAMES: dict[str, str] = {
+    "json": "report.json",
+    "html": "report.html",
+    "md": "report.md",
+    "junit": "report.junit.xml",
+}
+
+# Characters XML 1.0 forbids (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF).
+# The same set is unwelcome in HTML and Markdown, so every renderer strips it.
+_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def clean_text(value: object, limit: int | None = None, *, tail: bool = False) -> str:
+    """`value` as text safe to embed anywhere: forbidden characters dropped, length capped.
+
+    With `tail`, the end is kept (the useful part of a traceback); otherwise the start.
+    """
+    text = _FORBIDDEN.sub("", str(value))
+    if limit is None or len(text) <= limit:
+        return text
+    dropped = len(text) - limit
+    if tail:
+        return f"[… {dropped} earlier characters omitted]\n" + text[-limit:]
+    return text[:limit] + f"\n[… {dropped} more characters omitted]"
+
+
+def _renderers() -> dict[str, Callable[[Report], str]]:
+    # Imported here because the renderers import clean_text from this module.
+    from grader.report.html import render_html
+    from grader.report.junit import render_junit
+    from grader.report.markdown import render_markdown
+
+    return {
+        "json": lambda report: report.model_dump_json(indent=2),
+        "html": render_html,
+        "md": render_markdown,
+        "junit": render_junit,
+    }
+
+
+def write_reports(report: Report, out_dir: Path, formats: list[str]) -> dict[str, Path]:
+    """Render `report` in each of `formats` into `out_dir`; returns format -> file written."""
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown:
+        raise UsageError(
+            f"unknown report format(s): {', '.join(unknown)}",
+            hint=f"choose from {', '.join(FORMATS)}",
+        )
+    renderers = _renderers()
+    # Render everything before writing anything, so a renderer bug leaves no partial set.
+    texts = {fmt: renderers[fmt](report) for fmt in dict.fromkeys(formats)}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for fmt, text in texts.items():
+        path = out_dir / FILENAMES[fmt]
+        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        written[fmt] = path
+    return written
+
+
+def load_report(path: Path | str) -> Report:
+    """Read a `report.json`; a missing, unreadable or invalid file is a UsageError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read report file {path}: {exc.strerror or exc}",
+            hint="pass the report.json written by `grader run`",
+        ) from exc
+    try:
+        return Report.model_validate_json(data)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(part) for part in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        ]
+        more = exc.error_count() - len(problems)
+        if more > 0:
+            problems.append(f"... and {more} more")
+        raise UsageError(
+            f"{path} is not a valid grader report:\n    " + "\n    ".join(problems),
+            hint="it must be a report.json written by `grader run` "
+            "(schema version 1); re-run the grading if it was edited or truncated",
+        ) from exc

@@ -1,0 +1,1 @@
+"""Running containers. Only this package imports `docker` (see docker_engine.py)."""

@@ -1,0 +1,280 @@
+"""The Docker engine: the only module that imports `docker`.
+
+Everything that starts a container labels it with the session and removes it in `finally`;
+`reap()` finds what a crashed grader left behind by those labels.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
+
+from grader.errors import DockerUnavailable, ImageBuildError, InfraError
+from grader.sandbox.spec import ROLE_LABEL, SESSION_LABEL, ContainerSpec
+
+IMAGE_LABEL = "grader.image"
+POLL_S = 0.05
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExitState:
+    exit_code: int | None  # None when killed by us for the wall-clock limit
+    timed_out: bool
+    oom_killed: bool
+    wall_s: float
+    logs: str  # stdout+stderr, at most spec.limits.log_bytes
+    logs_truncated: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageInfo:
+    tag: str
+    id: str
+    size_bytes: int
+    kind: str
+    created: str
+
+
+def to_create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
+    """The SDK arguments for `spec`: every hardening flag in one place, testable without Docker."""
+    lim = spec.limits
+    tmpfs = {"/tmp": f"rw,exec,nosuid,nodev,size={lim.scratch_bytes},mode=1777"}
+    for path in spec.masks:
+        tmpfs[path] = "ro,noexec,nosuid,nodev,size=4k,mode=0555"
+    kwargs: dict[str, Any] = {
+        "image": spec.image,
+        "command": spec.command,
+        "user": spec.user,
+        "environment": dict(spec.env),
+        "working_dir": spec.workdir,
+        "network_mode": "none",
+        "network_disabled": True,
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "ipc_mode": "private",
+        "pids_limit": lim.pids,
+        "mem_limit": lim.memory_bytes,
+        "memswap_limit": lim.memory_bytes,
+        "nano_cpus": int(lim.cpus * 1e9),
+        "ulimits": [Ulimit(name="nofile", soft=lim.nofile, hard=lim.nofile),
+                    Ulimit(name="core", soft=0, hard=0)],
+        "tmpfs": tmpfs,
+        "mounts": [Mount(target=b.container, source=b.host, type="bind", read_only=b.read_only)
+                   for b in spec.binds],
+        "labels": {SESSION_LABEL: spec.session, ROLE_LABEL: str(spec.role)},
+        "log_config": LogConfig(type=LogConfig.types.JSON,
+                                config={"max-size": str(lim.log_bytes), "max-file": "1"}),
+        "detach": True,
+        "stdin_open": False,
+        "tty": False,
+    }
+    if spec.gpu is not None:
+        if spec.gpu.mode == "toolkit":
+            kwargs["device_requests"] = [
+                DeviceRequest(device_ids=[str(spec.gpu.index)], capabilities=[["gpu"]])
+            ]
+        else:
+            kwargs["devices"] = [f"{n}:{n}:rwm" for n in spec.gpu.device_nodes]
+    return kwargs
+
+
+class DockerEngine:
+    def __init__(self, client: docker.DockerClient | None = None) -> None:
+        try:
+            self.client = client or docker.from_env(timeout=600)
+            self.client.ping()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise DockerUnavailable(
+                f"no Docker engine answers: {exc}",
+                hint="start one (as root: `bash scripts/setup.sh`), or set DOCKER_HOST",
+            ) from None
+
+    # -- facts ---------------------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        info: dict[str, Any] = self.client.info()
+        return info
+
+    def version(self) -> str:
+        return str(self.client.version().get("Version", "unknown"))
+
+    # -- images --------------------------------------------------------------------------
+    def image_id(self, tag: str) -> str | None:
+        try:
+            return str(self.client.images.get(tag).id)
+        except docker.errors.ImageNotFound:
+            return None
+
+    def build(self, context: Path, tag: str, kind: str) -> str:
+        """Build `context/Dockerfile` as `tag`; the log's tail goes into the error on failure."""
+        tail: list[str] = []
+        try:
+            for chunk in self.client.api.build(path=str(context), tag=tag, rm=True, forcerm=True,
+                                               labels={IMAGE_LABEL: kind}, decode=True,
+                                               network_mode="none"):
+                if "stream" in chunk:
+                    tail = ([*tail, chunk["stream"]])[-40:]
+                if "error" in chunk:
+                    raise ImageBuildError(f"building {tag} failed: {chunk['error'].strip()}",
+                                          hint="".join(tail)[-3000:] or None)
+        except docker.errors.APIError as exc:
+            raise ImageBuildError(f"building {tag} failed: {exc}") from None
+        image_id = self.image_id(tag)
+        if image_id is None:
+            raise ImageBuildError(f"building {tag} produced no image", hint="".join(tail)[-3000:])
+        return image_id
+
+    def import_rootfs(self, tarball: Path, tag: str, kind: str) -> str:
+        repo, _, version = tag.partition(":")
+        with tarball.open("rb") as f:
+            self.client.api.import_image_from_data(
+                f, repository=repo, tag=version, changes=[f"LABEL {IMAGE_LABEL}={kind}"]
+            )
+        image_id = self.image_id(tag)
+        if image_id is None:
+            raise ImageBuildError(f"importing {tarball} as {tag} produced no image")
+        return image_id
+
+    def images(self) -> list[ImageInfo]:
+        out = []
+        for img in self.client.images.list(filters={"label": IMAGE_LABEL}):
+            for tag in img.tags or ["<none>"]:
+                out.append(ImageInfo(tag=tag, id=img.id, size_bytes=int(img.attrs.get("Size", 0)),
+                                     kind=img.labels.get(IMAGE_LABEL, "?"),
+                                     created=str(img.attrs.get("Created", ""))[:19]))
+        return sorted(out, key=lambda i: (i.kind, i.tag))
+
+    def remove_image(self, tag: str) -> None:
+        try:
+            self.client.images.remove(tag, noprune=False)
+        except docker.errors.ImageNotFound:
+            pass
+        except docker.errors.APIError as exc:
+            raise InfraError(f"cannot remove image {tag}: {exc}") from None
+
+    # -- containers ------------------------------------------------------------------------
+    @contextmanager
+    def start(self, spec: ContainerSpec) -> Iterator[RunningContainer]:
+        try:
+            container = self.client.containers.run(**to_create_kwargs(spec))
+        except docker.errors.ImageNotFound:
+            raise InfraError(f"image {spec.image} is missing",
+                             hint="run `grader images build`") from None
+        except docker.errors.APIError as exc:
+            raise InfraError(f"cannot start a {spec.role} container: {exc}") from None
+        running = RunningContainer(container, spec)
+        try:
+            yield running
+        finally:
+            running.remove()
+
+    def run(self, spec: ContainerSpec, on_poll: Callable[[], None] | None = None) -> ExitState:
+        with self.start(spec) as running:
+            return running.wait(on_poll=on_poll)
+
+    def reap(self, session: str | None = None) -> int:
+        """Remove containers left by grader sessions (all of them, or one session's)."""
+        label = SESSION_LABEL if session is None else f"{SESSION_LABEL}={session}"
+        gone = 0
+        for c in self.client.containers.list(all=True, filters={"label": label}):
+            try:
+                c.remove(force=True)
+                gone += 1
+            except docker.errors.NotFound:
+                pass
+        return gone
+
+
+class RunningContainer:
+    def __init__(self, container: Any, spec: ContainerSpec) -> None:
+        self.container = container
+        self.spec = spec
+        self.started = time.monotonic()
+
+    @property
+    def id(self) -> str:
+        return str(self.container.id)
+
+    def attrs(self) -> dict[str, Any]:
+        """`docker inspect` of the container."""
+        self.container.reload()
+        attrs: dict[str, Any] = self.container.attrs
+        return attrs
+
+    def exec(self, cmd: list[str]) -> tuple[int, str]:
+        res = self.container.exec_run(cmd, user=self.spec.user, demux=False)
+        return int(res.exit_code), (res.output or b"").decode("utf-8", "replace")
+
+    def running(self) -> bool:
+        return bool(self.attrs()["State"]["Running"])
+
+    def wait(self, on_poll: Callable[[], None] | None = None,
+             wall_s: float | None = None) -> ExitState:
+        """Wait for exit, killing the container when the wall-clock limit passes."""
+        limit = self.spec.limits.wall_s if wall_s is None else wall_s
+        deadline = self.started + limit
+        timed_out = False
+        while True:
+            state = self.attrs()["State"]
+            if not state["Running"]:
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                self.kill()
+                break
+            if on_poll is not None:
+                on_poll()
+            time.sleep(POLL_S)
+        wall = time.monotonic() - self.started
+        state = self.attrs()["State"]
+        logs, truncated = self.logs()
+        return ExitState(
+            exit_code=None if timed_out else int(state.get("ExitCode", -1)),
+            timed_out=timed_out,
+            oom_killed=bool(state.get("OOMKilled", False)),
+            wall_s=wall,
+            logs=logs,
+            logs_truncated=truncated,
+        )
+
+    def kill(self) -> None:
+        try:
+            self.container.kill()
+        except docker.errors.APIError:
+            pass  # already gone
+        for _ in range(100):
+            if not self.attrs()["State"]["Running"]:
+                return
+            time.sleep(POLL_S)
+
+    def logs(self) -> tuple[str, bool]:
+        cap = self.spec.limits.log_bytes
+        buf = bytearray()
+        truncated = False
+        try:
+            for chunk in self.container.logs(stdout=True, stderr=True, stream=True, follow=False):
+                buf.extend(chunk)
+                if len(buf) > cap:
+                    truncated = True
+                    del buf[cap:]
+                    break
+        except docker.errors.APIError:
+            pass
+        return buf.decode("utf-8", "replace"), truncated
+
+    def remove(self) -> None:
+        try:
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            raise InfraError(f"cannot remove container {self.id[:12]}: {exc}") from None

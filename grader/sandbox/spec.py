@@ -1,0 +1,63 @@
+"""Backend-neutral description of one sandboxed run; converted to SDK arguments at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+SESSION_LABEL = "grader.session"
+ROLE_LABEL = "grader.role"
+
+
+class Role(StrEnum):
+    REFERENCE = "reference"
+    ENTRY = "entry"
+    PROBE = "probe"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Resource limits of one container. Memory has swap equal to it (no swapping)."""
+
+    memory_bytes: int = 4 << 30
+    pids: int = 256
+    cpus: float = 2.0
+    scratch_bytes: int = 512 << 20  # the exec tmpfs at /tmp: Triton's cache and compiler
+    output_bytes: int = 256 << 20  # the host tmpfs bound at /grader/out
+    log_bytes: int = 1 << 20  # stdout+stderr kept on disk by the engine
+    wall_s: float = 300.0
+    nofile: int = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bind:
+    host: str
+    container: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuAccess:
+    """How the assigned GPU reaches the container: a device request (NVIDIA's container
+    toolkit) or the raw /dev/nvidia* nodes (hosts without the toolkit)."""
+
+    mode: str  # "toolkit" | "devices"
+    index: int = 0
+    device_nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerSpec:
+    image: str
+    command: list[str]
+    role: Role
+    session: str
+    env: dict[str, str] = field(default_factory=dict)
+    binds: tuple[Bind, ...] = ()
+    # Extra read-only tmpfs mounts that hide image paths (e.g. the problem's reference files
+    # from the entry): path -> size in bytes.
+    masks: tuple[str, ...] = ()
+    limits: Limits = Limits()
+    user: str = "65534:65534"
+    gpu: GpuAccess | None = None
+    workdir: str = "/tmp"

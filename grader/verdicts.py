@@ -1,0 +1,63 @@
+"""Verdicts are data: a closed enum and the one table of messages shown to people."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    PASSED = "passed"
+    FALLBACK = "fallback"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    RESOURCE_LIMIT = "resource_limit"
+    POLICY_VIOLATION = "policy_violation"
+    TAMPERING = "tampering"
+    MISSING = "missing"
+    INFRA_ERROR = "infra_error"
+
+    @property
+    def message(self) -> str:
+        return MESSAGES[self]
+
+    @property
+    def is_entry_failure(self) -> bool:
+        """True for verdicts that blame the entry; infra_error blames the grader."""
+        return self not in (Verdict.PASSED, Verdict.INFRA_ERROR)
+
+
+MESSAGES: dict[Verdict, str] = {
+    Verdict.PASSED: "correct on every hidden input and written in the target DSL",
+    Verdict.FALLBACK: "correct, but the work was delegated to PyTorch or a vendor library",
+    Verdict.INCORRECT: "outputs differ from the reference beyond the tolerance",
+    Verdict.COMPILE_ERROR: "the kernel file could not be imported or has no kernel() function",
+    Verdict.RUNTIME_ERROR: "kernel() raised an exception or the process crashed",
+    Verdict.TIMEOUT: "the entry exceeded its wall-clock limit and was killed",
+    Verdict.RESOURCE_LIMIT: "the entry exceeded a memory, process or output-size limit",
+    Verdict.POLICY_VIOLATION: "the entry did something the policy forbids",
+    Verdict.TAMPERING: "the entry's evidence was forged or physically impossible",
+    Verdict.MISSING: "the submission has no kernel for this problem",
+    Verdict.INFRA_ERROR: "the grader failed, not the entry; re-run or report it",
+}
+
+# When several verdicts apply to one problem, the most severe one is reported.
+SEVERITY: tuple[Verdict, ...] = (
+    Verdict.PASSED,
+    Verdict.FALLBACK,
+    Verdict.INCORRECT,
+    Verdict.RUNTIME_ERROR,
+    Verdict.COMPILE_ERROR,
+    Verdict.MISSING,
+    Verdict.RESOURCE_LIMIT,
+    Verdict.TIMEOUT,
+    Verdict.POLICY_VIOLATION,
+    Verdict.TAMPERING,
+    Verdict.INFRA_ERROR,
+)
+
+
+def worst(verdicts: list[Verdict]) -> Verdict:
+    """The most severe verdict of several (passed when there are none)."""
+    return max(verdicts, key=SEVERITY.index, default=Verdict.PASSED)

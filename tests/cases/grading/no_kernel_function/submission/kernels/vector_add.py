@@ -1,0 +1,2 @@
+def not_kernel(x, y):
+    return x
