@@ -113,3 +113,9 @@ def main() -> None:
             raise
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a grader bug: say so plainly, trace only when asked
+        if debug:
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc}\n  hint: re-run with --debug "
+                   "and report it", err=True)
+        sys.exit(GraderError.exit_code)

@@ -21,6 +21,8 @@ from grader.formats._base import Ident, Strict, describe_validation
 
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 
+# Literals, not the enums: policies are parsed strictly and TOML only has strings.
+SeverityName = Literal["info", "warning", "fallback", "violation", "tampering"]
 DeviceKind = Literal["own_triton", "other_triton", "vendor", "torch_native", "copy", "unknown"]
 
 
@@ -28,8 +30,10 @@ class OpGroup(Strict):
     """PyTorch ops that may run in the kernel path, under the two names they go by."""
 
     description: str
-    calls: tuple[str, ...] = ()  # torch.<name>(...) and Tensor.<name>(...) as written in source
-    aten: tuple[str, ...] = ()  # overload packets as the dispatch trace names them, sans "aten."
+    # torch.<name>(...) and Tensor.<name>(...) as written in source
+    calls: list[str] = Field(default_factory=list)
+    # overload packets as the dispatch trace names them, without "aten."
+    aten: list[str] = Field(default_factory=list)
 
 
 class Names(Strict):
@@ -39,19 +43,19 @@ class Names(Strict):
     `subprocess.run`); a trailing `*` matches any continuation (`os.exec*`).
     """
 
-    vendor_kernels: tuple[str, ...]
-    compilers: tuple[str, ...]
-    torch_internals: tuple[str, ...]
-    native_loaders: tuple[str, ...]
-    processes: tuple[str, ...]
-    threads: tuple[str, ...]
-    io: tuple[str, ...]
-    streams: tuple[str, ...]
-    rng: tuple[str, ...]
-    introspection: tuple[str, ...]
-    dynamic_code: tuple[str, ...]
-    dynamic_import: tuple[str, ...]
-    precision: tuple[str, ...]
+    vendor_kernels: list[str]
+    compilers: list[str]
+    torch_internals: list[str]
+    native_loaders: list[str]
+    processes: list[str]
+    threads: list[str]
+    io: list[str]
+    streams: list[str]
+    rng: list[str]
+    introspection: list[str]
+    dynamic_code: list[str]
+    dynamic_import: list[str]
+    precision: list[str]
 
 
 # Checked in this order: the first list a name matches decides its rule.
@@ -79,20 +83,20 @@ class Policy(Strict):
     # Share of the kernel path's device time that must be the entry's own DSL kernels.
     native_share_threshold: float = Field(gt=0, le=1)
     # Device-kernel kinds left out of that share entirely (neither for nor against).
-    share_ignores: tuple[DeviceKind, ...] = ()
+    share_ignores: list[DeviceKind] = Field(default_factory=list)
     op_groups: dict[str, OpGroup]
-    allowed_groups: tuple[str, ...]
+    allowed_groups: list[str]
     # Qualified torch names that are not tensor ops (devices, dtypes, torch.cuda queries...).
-    torch_utilities: tuple[str, ...]
+    torch_utilities: list[str]
     # Modules whose attributes an entry must never assign, set or delete (TM001).
-    protected_modules: tuple[str, ...]
+    protected_modules: list[str]
     names: Names
     # Rule id -> severity, overriding the default in grader.detect.rules.RULES.
-    severity: dict[str, Severity] = Field(default_factory=dict)
+    severity: dict[str, SeverityName] = Field(default_factory=dict)
 
     @field_validator("severity")
     @classmethod
-    def _known_rules(cls, value: dict[str, Severity]) -> dict[str, Severity]:
+    def _known_rules(cls, value: dict[str, SeverityName]) -> dict[str, SeverityName]:
         unknown = sorted(set(value) - set(RULES))
         if unknown:
             raise ValueError(f"unknown rule ids {unknown}; known: {', '.join(RULES)}")
@@ -115,7 +119,8 @@ class Policy(Strict):
         return frozenset(a for g in self.allowed_groups for a in self.op_groups[g].aten)
 
     def severity_of(self, rule: str) -> Severity:
-        return self.severity.get(rule, RULES[rule].severity)
+        override = self.severity.get(rule)
+        return Severity(override) if override else RULES[rule].severity
 
     def allows_aten(self, op: str) -> bool:
         """`aten.mm`, `aten.mm.default` or `mm`: is this op allowed in the kernel path?"""
@@ -163,6 +168,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise ProblemError(f"{path}: cannot read policy: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ProblemError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ProblemError(f"{path}: nested too deeply to be a policy") from None
 
 
 def _find(name: str, roots: list[Path]) -> Path:

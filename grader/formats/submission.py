@@ -9,7 +9,8 @@ from pydantic import Field, StringConstraints, model_validator
 from grader.formats._base import Ident, Strict
 
 KernelPath = Annotated[
-    str, StringConstraints(pattern=r"^kernels/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\.py\Z")
+    # pydantic-core regexes are Rust ones: `$` is the end of the text, not before a newline
+    str, StringConstraints(pattern=r"^kernels/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\.py$")
 ]
 
 

@@ -1,0 +1,228 @@
+"""Static detection of fallback delegation and tampering, on the syntax tree of one entry file.
+
+No entry code runs here: `grader check` calls `analyze` in seconds, without Docker or a GPU.
+The module-level pass (this file) finds the @triton.jit functions, what kernel() can reach
+and which Triton functions are decoys; static_visit.Checker judges the host code; names are
+resolved by static_resolve. A hostile file never makes this raise: a file that does not
+parse or nests too deeply becomes a finding.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from grader.detect.findings import Finding, Layer
+from grader.detect.policy import Policy
+from grader.detect.rules import RULES
+from grader.detect.static_names import TENSOR_ONLY_ATTRS
+from grader.detect.static_resolve import Resolver
+from grader.detect.static_scope import LOCAL, Scope, ScopeBuilder
+from grader.detect.static_visit import Checker, Context
+
+__all__ = ["RULES", "analyze"]
+
+_DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# Seeing any of these, reachability by name is not to be trusted: everything is reachable.
+_DYNAMIC_LOOKUPS = frozenset(
+    {"globals", "vars", "locals", "getattr", "__import__", "eval", "exec", "__builtins__"}
+)
+_ALLOCATORS = frozenset(
+    {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+     "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones",
+     "new_full"}
+)
+
+
+def analyze(source: str, filename: str, policy: Policy) -> list[Finding]:
+    """Findings for one entry file, sorted by position. Never raises on hostile input."""
+    lines = source.splitlines()
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return [_bare("ST000", policy, filename, lines, exc.lineno, exc.offset,
+                      f"does not parse: {exc.msg}")]
+    except ValueError as exc:  # e.g. null bytes in the source
+        return [_bare("ST000", policy, filename, lines, 1, 0, f"does not parse: {exc}")]
+    except (RecursionError, MemoryError):
+        return [_too_deep(policy, filename, lines)]
+    try:
+        findings = _Module(tree, source, lines, filename, policy).run()
+    except (RecursionError, MemoryError):
+        return [_too_deep(policy, filename, lines)]
+    return sorted(findings, key=lambda f: (f.line or 0, f.column or 0, f.rule))
+
+
+def _bare(rule: str, policy: Policy, filename: str, lines: list[str], line: int | None,
+          col: int | None, message: str) -> Finding:
+    line = line if line and line >= 1 else 1
+    text = lines[line - 1].strip()[:200] if line <= len(lines) else ""
+    return Finding(rule=rule, severity=policy.severity_of(rule), layer=Layer.STATIC,
+                   message=message, file=filename, line=line,
+                   column=max((col or 1) - 1, 0), snippet=text)
+
+
+def _too_deep(policy: Policy, filename: str, lines: list[str]) -> Finding:
+    return _bare("ST001", policy, filename, lines, 1, 1,
+                 "the syntax tree nests deeper than the analyser accepts; nothing else checked")
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names and consts)
+
+
+def _loads(nodes: Iterable[ast.AST]) -> set[str]:
+    return {n.id for root in nodes for n in ast.walk(root)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+class _Module:
+    def __init__(self, tree: ast.Module, source: str, lines: list[str], filename: str,
+                 policy: Policy) -> None:
+        self.tree, self.lines, self.filename, self.policy = tree, lines, filename, policy
+        builder = ScopeBuilder(TENSOR_ONLY_ATTRS)
+        self.module = builder.build(tree)
+        self.scopes = builder.scopes
+        self.resolver = Resolver(self.scopes, policy.is_torch_utility)
+
+    # -- module-level facts -----------------------------------------------------------------
+    def _defs(self) -> dict[str, list[tuple[_DefNode, Scope]]]:
+        """Every def and class in the file, by name, with the scope its decorators run in."""
+        out: dict[str, list[tuple[_DefNode, Scope]]] = {}
+        for scope in self.scopes.values():
+            for name, bounds in scope.bindings.items():
+                for b in bounds:
+                    if b.how == "def" and isinstance(b.expr, _DefNode):
+                        out.setdefault(name, []).append((b.expr, scope))
+        return out
+
+    def _is_jit(self, node: _DefNode, scope: Scope) -> bool:
+        if isinstance(node, ast.ClassDef):
+            return False
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            for q in self.resolver.qualnames(target, scope):
+                if q.split(".")[0] == "triton" and q.split(".")[-1] == "jit":
+                    return True
+        return False
+
+    def run(self) -> list[Finding]:
+        defs = self._defs()
+        jit = {node for entries in defs.values() for node, scope in entries
+               if self._is_jit(node, scope)}
+        jit_names = {n for n, entries in defs.items() if any(e[0] in jit for e in entries)}
+        body = self.tree.body
+        mains = {s for s in body if _is_main_guard(s)}
+        top = {n: [e[0] for e in entries if e[1] is self.module] for n, entries in defs.items()}
+        roots: list[ast.AST] = []
+        for stmt in body:
+            if stmt in mains:
+                continue
+            if isinstance(stmt, _DefNode):
+                if stmt not in jit:  # decorators, bases and defaults run at import
+                    roots.extend(stmt.decorator_list)
+                    if not isinstance(stmt, ast.ClassDef):
+                        roots.extend(stmt.args.defaults)
+                    else:
+                        roots.extend(stmt.bases)
+            else:
+                roots.append(stmt)
+        reached, host_refs = self._reach(roots, top, jit)
+        unreachable: set[ast.AST] = set()
+        if not (_loads([self.tree]) & _DYNAMIC_LOOKUPS):
+            unreachable = {d for n, nodes in top.items() if n not in reached for d in nodes
+                           if d not in jit}
+        ctx = Context(jit_names=jit_names, jit_nodes=set(jit), unreachable=unreachable,
+                      main_blocks=mains)
+        checker = Checker(self.lines, self.filename, self.policy, self.resolver, self.scopes, ctx)
+        checker._scope = self.module
+        self._decoys(checker, jit, jit_names, host_refs)
+        self._unwritten_return(checker, top)
+        if "kernel" not in self.module.bindings:
+            checker.emit("ST002", self.tree.body[0] if body else self.tree,
+                         "no module-level kernel(): the harness has nothing to call")
+        return checker.run(self.tree)
+
+    def _reach(self, roots: list[ast.AST], top: dict[str, list[_DefNode]],
+               jit: set[_DefNode]) -> tuple[set[str], set[str]]:
+        """Top-level names kernel() and import-time code reach, and every name host code loads."""
+        refs = _loads(roots) | {"kernel"}
+        reached: set[str] = set()
+        todo = [n for n in refs if n in top]
+        while todo:
+            name = todo.pop()
+            if name in reached:
+                continue
+            reached.add(name)
+            for node in top.get(name, []):
+                if node in jit:
+                    continue
+                new = _loads([node])
+                refs |= new
+                todo.extend(n for n in new if n in top and n not in reached)
+        return reached, refs
+
+    def _decoys(self, checker: Checker, jit: set[_DefNode], jit_names: set[str],
+                host_refs: set[str]) -> None:
+        if not jit:
+            imports_local = any(isinstance(s, ast.ImportFrom) and s.level
+                                for s in ast.walk(self.tree))
+            anchor = self.tree.body[0] if self.tree.body else self.tree
+            if not imports_local:
+                checker.emit("FB005", anchor, "defines no @triton.jit function: no kernel in "
+                             "the target DSL")
+            return
+        used = host_refs & jit_names
+        todo = list(used)
+        by_name = {n: [d for d in jit if d.name == n] for n in jit_names}  # type: ignore[union-attr]
+        while todo:
+            for node in by_name.get(todo.pop(), []):
+                for n in _loads(node.body) & jit_names:
+                    if n not in used:
+                        used.add(n)
+                        todo.append(n)
+        for node in sorted(jit, key=lambda d: d.lineno):
+            if node.name not in used:
+                checker.emit("DK001", node, f"@triton.jit function `{node.name}` is never "
+                             "launched or called from code kernel() reaches")
+
+    def _unwritten_return(self, checker: Checker, top: dict[str, list[_DefNode]]) -> None:
+        for fn in top.get("kernel", []):
+            scope = self.scopes.get(fn)
+            if scope is None or isinstance(fn, ast.ClassDef):
+                continue
+            returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value]
+            returned: list[ast.Name] = []
+            for r in returns:
+                vals = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+                returned += [v for v in vals if isinstance(v, ast.Name)]
+            in_returns = {id(n) for r in returns for n in ast.walk(r)}
+            loads = [n for n in ast.walk(fn) if isinstance(n, ast.Name)
+                     and isinstance(n.ctx, ast.Load) and id(n) not in in_returns]
+            for name in returned:
+                bounds = scope.bindings.get(name.id, [])
+                if bounds and all(self._allocates(b.expr, scope) for b in bounds) and not any(
+                    n.id == name.id for n in loads
+                ):
+                    checker._scope = scope
+                    checker.emit("DK002", name, f"returns `{name.id}`, allocated but never "
+                                 "passed to any call: no launch wrote it")
+                    checker._scope = self.module
+
+    def _allocates(self, expr: ast.AST | None, scope: Scope) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _ALLOCATORS:
+            return True
+        quals = self.resolver.qualnames(expr.func, scope)
+        return any(q.startswith("torch.") and q[6:] in _ALLOCATORS for q in quals) and not any(
+            q.startswith(LOCAL) for q in quals
+        )

@@ -1,0 +1,366 @@
+"""The checks: one pass over the host code of an entry, emitting findings.
+
+Code inside @triton.jit functions is the DSL and is never judged for compute (tl.sum, tl.dot
+and `a @ b` there are exactly what an entry should write). Everything else is host code.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from grader.detect.findings import Finding, Layer, Severity
+from grader.detect.policy import Policy
+from grader.detect.rules import RULES
+from grader.detect.static_names import (
+    AMBIGUOUS_METHODS,
+    FRAME_ATTRS,
+    LOW_PRECISION_DTYPES,
+    LOW_PRECISION_METHODS,
+    TENSOR_METHODS,
+    TORCH_DTYPES,
+    TORCH_HOOKS,
+    TORCH_MODULES,
+)
+from grader.detect.static_resolve import GLOBALS, Resolver
+from grader.detect.static_scope import LOCAL, Scope, lookup
+
+_COMPUTE_RULES = frozenset({"FB001", "FB002", "FB003"})
+_ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift,
+          ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd)
+_IMPORTERS = frozenset({"builtins.__import__", "importlib.__import__", "importlib.import_module"})
+_NAMESPACE_FUNCS = frozenset({"builtins.globals", "builtins.vars", "builtins.locals"})
+_SETTERS = frozenset({"builtins.setattr", "builtins.delattr", "builtins.object.__setattr__",
+                      "builtins.object.__delattr__"})
+_LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp,
+             ast.DictComp, ast.SetComp)
+
+
+@dataclass
+class Context:
+    """What the module-level pass learnt: which functions are jit, reachable, main-only."""
+
+    jit_names: set[str]
+    jit_nodes: set[ast.AST]
+    unreachable: set[ast.AST]  # top-level defs kernel() cannot reach
+    main_blocks: set[ast.AST]  # `if __name__ == "__main__":` bodies: never run by the harness
+
+
+@dataclass
+class Checker(ast.NodeVisitor):
+    source_lines: list[str]
+    filename: str
+    policy: Policy
+    resolver: Resolver
+    scopes: dict[ast.AST, Scope]
+    ctx: Context
+    findings: list[Finding] = field(default_factory=list)
+    _scope: Scope | None = None
+    _region: Severity | None = None  # cap on severities: INFO in main blocks, WARNING unreached
+    _seen: set[tuple[str, int, int]] = field(default_factory=set)
+
+    # -- emitting ---------------------------------------------------------------------------
+    def emit(self, rule: str, node: ast.AST, message: str,
+             at: tuple[int, int] | None = None) -> None:
+        line, col = at or (getattr(node, "lineno", 1), getattr(node, "col_offset", 0))
+        if (rule, line, col) in self._seen:  # the outer end of a chain already said it
+            return
+        self._seen.add((rule, line, col))
+        severity = self.policy.severity_of(rule)
+        if self._region is Severity.INFO:
+            severity, message = Severity.INFO, f"{message} (only under __main__: never run)"
+        elif self._region is Severity.WARNING and severity is not Severity.TAMPERING:
+            if severity in (Severity.FALLBACK, Severity.VIOLATION):
+                severity = Severity.WARNING
+                message = f"{message} (in a function kernel() does not reach)"
+        text = self.source_lines[line - 1].strip() if 0 < line <= len(self.source_lines) else ""
+        self.findings.append(Finding(
+            rule=rule, severity=severity, layer=Layer.STATIC, message=message,
+            file=self.filename, line=max(line, 1), column=max(col, 0), snippet=text[:200],
+        ))
+
+    @property
+    def scope(self) -> Scope:
+        assert self._scope is not None
+        return self._scope
+
+    # -- what a dotted name is --------------------------------------------------------------
+    def classify(self, q: str) -> tuple[str, str] | None:
+        """(rule, message) for a library object the entry names, or None when it is fine."""
+        if q.startswith(LOCAL) or q == GLOBALS:
+            return None
+        rule = self.policy.name_rule(q)
+        if rule is not None:
+            return rule, f"uses `{q}`"
+        if q in ("builtins", *_NAMESPACE_FUNCS):
+            return "DS003", f"uses `{q}`: names looked up at run time"
+        parts = q.split(".")
+        if parts[0] != "torch":
+            return None
+        rest = parts[1:]
+        if any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in rest):
+            return "VL003", f"uses private PyTorch name `{q}`"
+        if len(rest) >= 2 and rest[0] == "Tensor":
+            if rest[1] in TENSOR_METHODS and rest[1] not in self.policy.allowed_calls:
+                return "FB002", f"calls Tensor method `{rest[1]}` through `{q}`"
+            return None
+        if self.policy.is_torch_utility(q) or q in TORCH_MODULES or not rest:
+            return None
+        if len(rest) == 1 and (rest[0] in TORCH_DTYPES or rest[0] in self.policy.allowed_calls):
+            return None
+        if rest[-1].startswith("__") and rest[-1].endswith("__"):
+            return None
+        return "FB001", f"PyTorch computes: `{q}`"
+
+    def check_ref(self, node: ast.AST, how: str = "") -> bool:
+        for q in sorted(self.resolver.qualnames(node, self.scope)):
+            verdict = self.classify(q)
+            if verdict is not None:
+                self.emit(verdict[0], node, verdict[1] + how)
+                return True
+        return False
+
+    # -- scopes and regions -----------------------------------------------------------------
+    def run(self, tree: ast.Module) -> list[Finding]:
+        self._scope = self.scopes[tree]
+        self.generic_visit(tree)
+        return self.findings
+
+    def _in(self, node: ast.AST, body: list[ast.stmt], region: Severity | None) -> None:
+        saved_scope, saved_region = self._scope, self._region
+        self._scope = self.scopes.get(node, self._scope)
+        if region is not None and (saved_region is None or region is Severity.INFO):
+            self._region = region
+        for stmt in body:
+            self.visit(stmt)
+        self._scope, self._region = saved_scope, saved_region
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        self.visit(node.args)
+        if node.returns is not None:
+            self.visit(node.returns)
+        if node.name in TORCH_HOOKS:
+            self.emit("TM001", node, f"defines `{node.name}`: intercepts the harness's torch calls")
+        if node in self.ctx.jit_nodes:
+            return  # the DSL itself: never judged for compute
+        region = Severity.WARNING if node in self.ctx.unreachable else None
+        self._in(node, node.body, region)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for d in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(d)
+        region = Severity.WARNING if node in self.ctx.unreachable else None
+        self._in(node, node.body, region)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.args)
+        saved = self._scope
+        self._scope = self.scopes.get(node, saved)
+        self.visit(node.body)
+        self._scope = saved
+
+    def visit_If(self, node: ast.If) -> None:
+        if node in self.ctx.main_blocks:
+            self.visit(node.test)
+            self._in(node, node.body, Severity.INFO)
+            for stmt in node.orelse:
+                self.visit(stmt)
+        else:
+            self.generic_visit(node)
+
+    # -- imports ----------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._import(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            return
+        base = node.module or ""
+        for alias in node.names:
+            self._import(node, base if alias.name == "*" else f"{base}.{alias.name}")
+
+    def _import(self, node: ast.AST, q: str) -> None:
+        verdict = self.classify(q)
+        # Importing a compute function is not yet a use: its calls are judged where they are.
+        if verdict is not None and verdict[0] not in _COMPUTE_RULES:
+            self.emit(verdict[0], node, f"imports `{q}`: {RULES[verdict[0]].title}")
+
+    # -- names and attributes ---------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.check_ref(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in FRAME_ATTRS:
+            self.emit("TM002", node, f"reads `.{node.attr}`: frame, globals or class graph")
+        elif node.attr == "__dict__":
+            self.emit("DS003", node, "reads `__dict__`: attributes looked up at run time")
+        if isinstance(node.ctx, ast.Load):
+            self.check_ref(node)
+        self.visit(node.value)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.check_ref(node, " (by subscript)")
+        self.generic_visit(node)
+
+    # -- calls ------------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        funcs = self.resolver.qualnames(node.func, self.scope)
+        args = node.args
+        if funcs & _IMPORTERS:
+            if not self.check_ref(node, " (through a dynamic import)"):
+                if not self.resolver.qualnames(node, self.scope):
+                    self.emit("DS001", node, "imports a module whose name is computed at run time")
+            return self._visit_all(args, node.keywords)
+        if "builtins.getattr" in funcs and len(args) >= 2:
+            if self.resolver.strings(args[1], self.scope) is None:
+                self.emit("DS003", node, "getattr with a name computed at run time")
+            else:
+                self.check_ref(node, " (through getattr)")
+            return self._visit_all(args, node.keywords)
+        if funcs & _SETTERS and args:
+            targets = self.resolver.qualnames(args[0], self.scope)
+            hit = sorted(q for q in targets if self.policy.is_protected(q))
+            if hit:
+                self.emit("TM001", node, f"sets or deletes an attribute of `{hit[0]}`")
+        if any(q.startswith(("unittest.mock.patch", "mock.patch")) for q in funcs):
+            self.emit("TM001", node, "patches with unittest.mock")
+        if isinstance(node.func, ast.Attribute) and not funcs:
+            self._method(node, node.func)
+        for kw in node.keywords:
+            if kw.arg == "stream" and not _is_none(kw.value):
+                self.emit("SB004", kw.value, "passes `stream=`: work on another CUDA stream")
+        self.generic_visit(node)
+
+    def _visit_all(self, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
+        for a in [*args, *(k.value for k in keywords)]:
+            self.visit(a)
+
+    def _method(self, node: ast.Call, func: ast.Attribute) -> None:
+        name, receiver = func.attr, func.value
+        # Chained calls share a start column: place each at its own method name.
+        at = (func.end_lineno or func.lineno, max((func.end_col_offset or 0) - len(name), 0))
+        if name in LOW_PRECISION_METHODS or (name in ("to", "type") and self._low_dtype(node)):
+            self.emit("PR001", node, f"`.{name}(...)` lowers precision in host code", at)
+        if name not in TENSOR_METHODS or name in self.policy.allowed_calls:
+            return
+        if isinstance(receiver, _LITERALS) or self._literal_name(receiver):
+            return
+        if name in AMBIGUOUS_METHODS and not self.resolver.is_tensor(receiver, self.scope):
+            return
+        self.emit("FB002", node, f"PyTorch computes: Tensor method `.{name}()`", at)
+
+    def _low_dtype(self, node: ast.Call) -> bool:
+        for a in [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]:
+            for q in self.resolver.qualnames(a, self.scope):
+                if q.startswith("torch.") and q[6:] in LOW_PRECISION_DTYPES:
+                    return True
+        return False
+
+    def _literal_name(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Name):
+            return False
+        _, bounds = lookup(self.scope, node.id)
+        return bool(bounds) and all(
+            b.how == "expr" and isinstance(b.expr, _LITERALS) for b in bounds
+        )
+
+    # -- operators --------------------------------------------------------------------------
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self.emit("FB003", node, "PyTorch computes: `@` (matrix multiply)")
+        elif isinstance(node.op, _ARITH) and self.resolver.is_tensor(node, self.scope):
+            op = type(node.op).__name__
+            self.emit("FB003", node, f"PyTorch computes: tensor arithmetic ({op})")
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if not isinstance(node.op, ast.Not) and self.resolver.is_tensor(node, self.scope):
+            self.emit("FB003", node, "PyTorch computes: tensor unary operator")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        plain = all(isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in node.ops)
+        if not plain and any(
+            self.resolver.is_tensor(x, self.scope) for x in [node.left, *node.comparators]
+        ):
+            self.emit("FB003", node, "PyTorch computes: tensor comparison")
+        self.generic_visit(node)
+
+    # -- assignments: monkeypatching --------------------------------------------------------
+    def _store(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for t in target.elts:
+                self._store(t, node)
+            return
+        if isinstance(target, ast.Attribute):
+            owners = self.resolver.qualnames(target.value, self.scope)
+            hit = sorted(q for q in owners if self.policy.is_protected(q))
+            if hit:
+                self.emit("TM001", node, f"assigns `{hit[0]}.{target.attr}`")
+            elif target.attr.startswith("__") and target.attr.endswith("__"):
+                self.emit("TM001", node, f"assigns dunder attribute `{target.attr}`")
+        elif isinstance(target, ast.Subscript):
+            for q in self.resolver.qualnames(target.value, self.scope):
+                base = q.removesuffix(".__dict__")
+                if q in ("sys.modules", GLOBALS) or (base != q and self.policy.is_protected(base)):
+                    self.emit("TM001", node, f"replaces an entry of `{q}`")
+                    break
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._store(t, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._store(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._store(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._store(node.target, node)
+        if isinstance(node.op, ast.MatMult):
+            self.emit("FB003", node, "PyTorch computes: `@=`")
+        elif self.resolver.is_tensor(node.target, self.scope) or self.resolver.is_tensor(
+            node.value, self.scope
+        ):
+            self.emit("FB003", node, "PyTorch computes: in-place tensor arithmetic")
+        self.generic_visit(node)
+
+    # -- try/except fallback ----------------------------------------------------------------
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
+        for stmt in node.body:
+            self.visit(stmt)
+        launches = any(self._is_launch(n) for s in node.body for n in ast.walk(s))
+        before = len(self.findings)
+        for h in node.handlers:
+            self.visit(h)
+        compute = [f for f in self.findings[before:] if f.rule in _COMPUTE_RULES]
+        if launches and compute:
+            self.emit("FB004", node, f"falls back to PyTorch (line {compute[0].line}) "
+                      "when the Triton launch raises")
+        for stmt in [*node.orelse, *node.finalbody]:
+            self.visit(stmt)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def _is_launch(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+        names = {q.removeprefix(f"{LOCAL}.") for q in self.resolver.qualnames(func, self.scope)}
+        return isinstance(node.func, ast.Subscript) or bool(names & self.ctx.jit_names)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
