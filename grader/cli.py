@@ -51,8 +51,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--policy", default="triton", show_default=True, help="Policy name or file.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cpu: Triton's interpreter (no timing claims); cuda: a GPU.")
-@click.option("--shapes", type=click.Choice(["all", "smoke", "scored"]), default="all",
-              show_default=True, help="Which shapes of each problem to grade.")
+@click.option("--shapes", type=click.Choice(["auto", "all", "smoke", "scored"]), default="auto",
+              show_default=True,
+              help="Which shapes to grade; auto: smoke shapes on --device cpu, all on cuda.")
 @click.option("--problem", "problems", multiple=True, help="Grade only these problems.")
 @click.option("--seeds", type=click.IntRange(1, 32), default=None,
               help="Input sets per shape (default: the suite's).")
@@ -63,18 +64,25 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--fail-on", default="", callback=lambda c, p, v: _verdict_set(v),
               help="Exit 3 when any shape gets one of these verdicts (e.g. fallback,incorrect).")
 @click.option("--seed-secret", default=None, help="Hex secret to reproduce a run's inputs.")
+@click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
+              show_default=True, help="cpu: the debootstrap image; cuda: FROM --cuda-base; "
+              "host: the host's /usr, /etc, /opt bound read-only (air-gapped GPU hosts).")
+@click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
+@click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
+@click.option("--gpu", type=click.IntRange(0, 63), default=0, show_default=True,
+              help="Index of the GPU to grade on.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str, device: str,
         shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
         formats: tuple[str, ...], fail_on: frozenset, seed_secret: str | None,  # type: ignore[type-arg]
-        quiet: bool) -> None:
+        runtime: str, python: str | None, cuda_base: str | None, gpu: int, quiet: bool) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
     req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
                      timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
-                     quiet=quiet)
+                     quiet=quiet, runtime=runtime, python=python, cuda_base=cuda_base, gpu=gpu)
     grade_bundle(req)
 
 

@@ -120,7 +120,7 @@ def policy_show(name: str) -> None:
     """Print policy NAME (a name under policies/ or a file)."""
     from grader.detect.policy import load_policy, policy_text
 
-    click.echo(policy_text(load_policy(name)))
+    click.echo(policy_text(load_policy(name)), nl=False)
 
 
 @click.command()

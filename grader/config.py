@@ -11,7 +11,8 @@ from grader.paths import PROBLEM_BUNDLES
 from grader.sandbox.spec import Limits
 from grader.verdicts import Verdict
 
-ShapeSelection = Literal["all", "smoke", "scored"]
+# auto: smoke shapes on the CPU interpreter (the others take minutes there), all on a GPU.
+ShapeSelection = Literal["auto", "all", "smoke", "scored"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,8 +23,9 @@ class RunConfig:
     policy: str = "triton"
     hardware: str = "cpu-interpreter"
     device: str = "cpu"  # "cpu" (Triton interpreter) or "cuda"
+    gpu_index: int = 0
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
-    shapes: ShapeSelection = "all"
+    shapes: ShapeSelection = "auto"
     problems: tuple[str, ...] = ()  # empty: every problem of the suite
     formats: tuple[str, ...] = ("json", "html")
     fail_on: frozenset[Verdict] = frozenset()

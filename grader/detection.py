@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from grader.detect.dynamic import judge_trace
 from grader.detect.findings import Finding
-from grader.detect.kernels import classify, dsl_share
+from grader.detect.kernels import classify
 from grader.detect.policy import Policy
 from grader.detect.static import analyze
 from grader.report.model import KernelTime, Trace
@@ -23,7 +23,8 @@ class Detector:
     def judge(self, trace: Trace, own_kernels: set[str]) -> tuple[list[Finding], Trace]:
         kernels = [KernelTime(name=k.name, kind=str(classify(k.name, own_kernels)),
                               device_us=k.device_us, calls=k.calls) for k in trace.device_kernels]
-        findings, _ = judge_trace(trace.torch_ops, trace.triton_launches,
-                                  [(k.name, k.kind, k.device_us) for k in kernels], self.policy)
-        share = dsl_share([(k.name, k.kind, k.device_us) for k in kernels])
+        # The share excludes what the policy ignores (e.g. copies), as the DY003 decision does.
+        findings, share = judge_trace(trace.torch_ops, trace.triton_launches,
+                                      [(k.name, k.kind, k.device_us) for k in kernels],
+                                      self.policy)
         return findings, trace.model_copy(update={"device_kernels": kernels, "dsl_share": share})

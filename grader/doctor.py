@@ -30,6 +30,15 @@ def gpu_mode(info: dict[str, object] | None) -> tuple[str, list[str]]:
     return "none", nodes
 
 
+def gpu_nodes(nodes: list[str], index: int) -> list[str]:
+    """The device nodes one container needs for GPU `index`: its own node and the shared ones
+    (control, UVM), never another GPU's."""
+    shared = [n for n in nodes if not n.removeprefix("/dev/nvidia").isdigit()
+              and not n.startswith("/dev/nvidia-caps")]
+    own = f"/dev/nvidia{index}"
+    return ([own] if own in nodes else []) + [n for n in shared if os.path.exists(n)]
+
+
 def run_checks() -> list[Check]:
     checks: list[Check] = []
     info: dict[str, object] | None = None

@@ -54,8 +54,19 @@ class CaseRecord(_Model):
     trace: TraceRecord | None = None
 
 
+class TimingRecord(_Model):
+    ok: bool
+    error: str | None = Field(default=None, max_length=20000)
+    device_us: list[float] = Field(default_factory=list, max_length=10000)
+    host_us: list[float] = Field(default_factory=list, max_length=10000)
+    method: str = Field(default="", max_length=100)
+    loop_s: float | None = None
+
+
 class ResultFile(_Model):
     cases: dict[str, CaseRecord] = Field(max_length=10000)
+    timings: dict[str, TimingRecord] = Field(default_factory=dict, max_length=1000)
+    device_name: str | None = Field(default=None, max_length=200)  # from the reference run
 
 
 @dataclass(kw_only=True)

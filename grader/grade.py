@@ -16,12 +16,13 @@ from pathlib import Path
 from grader import __version__
 from grader.config import RunConfig
 from grader.detection import Detector
+from grader.doctor import gpu_mode, gpu_nodes
 from grader.errors import InfraError, UsageError
 from grader.formats.problem import Shape
-from grader.imaging import ensure, ensure_runtime, problem_plan
+from grader.imaging import HOST_BINDS, ensure, ensure_runtime, problem_plan
 from grader.intake import Submission, open_bundle
 from grader.judge import judge_problem, tail, whole_problem
-from grader.problem_run import Case, Sandbox, run_entry, run_reference
+from grader.problem_run import Case, Sandbox, TimingKnobs, run_entry, run_reference
 from grader.report.model import (
     Environment,
     ProblemResult,
@@ -32,6 +33,7 @@ from grader.report.model import (
     Summary,
 )
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.spec import Bind, GpuAccess
 from grader.suite import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict, worst
 
@@ -46,9 +48,12 @@ def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
 
 def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
     shapes = bundle.problem.shapes
-    if cfg.shapes == "smoke":
+    selection = cfg.shapes
+    if selection == "auto":
+        selection = "smoke" if cfg.device == "cpu" else "all"
+    if selection == "smoke":
         return [s for s in shapes if s.smoke]
-    if cfg.shapes == "scored":
+    if selection == "scored":
         return [s for s in shapes if not s.smoke]
     return list(shapes)
 
@@ -67,6 +72,25 @@ def summarize(problems: list[ProblemResult]) -> Summary:
                    illusion_gap=(correct - passed) / n if n else 0.0)
 
 
+def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str) -> Sandbox:
+    """What every container of the run shares: interpreter, GPU access, host binds, timing."""
+    kind = cfg.runtime.kind
+    python = {"cpu": "/opt/venv/bin/python3", "cuda": cfg.runtime.python,
+              "host": cfg.runtime.python}[kind]
+    binds = tuple(Bind(host=p, container=p) for p in HOST_BINDS) if kind == "host" else ()
+    if cfg.device == "cpu":
+        return Sandbox(engine=engine, session=session, python=python, device="cpu",
+                       extra_binds=binds)
+    mode, nodes = gpu_mode(engine.info())
+    if mode == "none":
+        raise UsageError("--device cuda, but no NVIDIA GPU is visible on this host",
+                         hint="`grader doctor` says what it found")
+    gpu = GpuAccess(mode=mode, index=cfg.gpu_index,
+                    device_nodes=tuple(gpu_nodes(nodes, cfg.gpu_index)))
+    return Sandbox(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
+                   extra_binds=binds, timing=TimingKnobs())
+
+
 class Grader:
     def __init__(self, cfg: RunConfig, engine: DockerEngine, detector: Detector,
                  progress: Progress) -> None:
@@ -77,6 +101,7 @@ class Grader:
         self.secret = cfg.seed_secret or secrets.token_bytes(32)
         self.session = uuid.uuid4().hex[:12]
         self.images: dict[str, str] = {}
+        self.device_name: str | None = None
 
     def grade_problem(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
                       runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
@@ -95,6 +120,10 @@ class Grader:
         n_seeds = self.cfg.seeds_per_shape or suite.info.seeds_per_shape
         cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
+        if sandbox.timing is not None:  # distinct input sets for the timed loop, checked too
+            cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
+                           seed=derive_seed(self.secret, bundle.id, s.id, 1000 + k))
+                      for s in shapes for k in range(sandbox.timing.sets_per_shape)]
         limits = self.cfg.entry_limits
         self.progress(f"{bundle.id}: reference ({len(cases)} cases)")
         with run_reference(sandbox, image.tag, cases, self.cfg.reference_limits) as (ref, ref_dir):
@@ -108,6 +137,7 @@ class Grader:
                                    tail(errs[0] if errs else ref.exit.logs))
                 return ProblemResult(**base, verdict=Verdict.INFRA_ERROR, shapes=rs,
                                      findings=static, kernel_file=rel, image=image.tag)
+            self.device_name = self.device_name or ref.out.result.device_name
             self.progress(f"{bundle.id}: entry")
             with run_entry(sandbox, image.tag, kernel, cases, ref_dir, limits) as entry:
                 own = set(entry.out.ready.jit_functions) if entry.out.ready else set()
@@ -134,9 +164,7 @@ class Grader:
             self.progress("runtime image")
             runtime = ensure_runtime(self.engine, cfg.runtime)
             self.images["runtime"] = runtime.id
-            python = "/opt/venv/bin/python3" if cfg.runtime.kind == "cpu" else cfg.runtime.python
-            sandbox = Sandbox(engine=self.engine, session=self.session, python=python,
-                              device=cfg.device)
+            sandbox = make_sandbox(cfg, self.engine, self.session)
             problems: list[ProblemResult] = []
             for pid, bundle in suite.problems.items():
                 if cfg.problems and pid not in cfg.problems:
@@ -163,7 +191,8 @@ class Grader:
                                    weights_version=suite.weights.version),
                 environment=Environment(
                     grader_version=__version__, hardware=cfg.hardware,
-                    device="cpu (Triton interpreter)" if cfg.device == "cpu" else cfg.device,
+                    device="cpu (Triton interpreter)" if cfg.device == "cpu"
+                    else f"{cfg.device}: {self.device_name or 'unknown GPU'}",
                     is_performance=cfg.device != "cpu", policy=cfg.policy,
                     images=dict(self.images),
                     seed_commitment=hashlib.sha256(self.secret).hexdigest(),

@@ -10,10 +10,12 @@ everything that went into it, so an image that exists is reused and a change reb
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,13 @@ from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
 from grader.sandbox.docker_engine import DockerEngine
 from grader.suite import ProblemBundle
 
-RuntimeKind = Literal["cpu", "cuda"]
+RuntimeKind = Literal["cpu", "cuda", "host"]
+# Host-runtime mode: an image with no files of its own, run with the host's /usr, /etc and /opt
+# bound read-only (air-gapped GPU hosts whose Python, torch, triton and CUDA live there).
+HOST_SKELETON = "grader-hostfs:skeleton"
+HOST_BINDS = ("/usr", "/etc", "/opt")
+_SKELETON_DIRS = ("usr", "lib", "lib64", "lib32", "bin", "sbin", "etc", "opt", "tmp", "proc",
+                  "dev", "sys", "root", "grader", "run", "var")
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("GRADER_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 DEBOOTSTRAP_INCLUDE = ("python3", "python3-venv", "ca-certificates")
@@ -40,7 +48,7 @@ WHEEL_TARGET = ("--python-version", "3.11", "--implementation", "cp", "--platfor
 class RuntimeConfig:
     kind: RuntimeKind = "cpu"
     cuda_base: str = "pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime"
-    python: str = "python3"
+    python: str = "python3"  # the interpreter inside the container (cuda and host kinds)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +116,8 @@ def wheelhouse(*, download: bool = True) -> Path:
 
 
 def runtime_plan(cfg: RuntimeConfig, *, download: bool = True) -> BuildPlan:
+    if cfg.kind == "host":
+        raise UsageError("the host runtime is imported, not built from a Dockerfile")
     if cfg.kind == "cuda":
         text = render("runtime-cuda", cuda_base=cfg.cuda_base, python=cfg.python)
         return BuildPlan(kind="runtime-cuda", tag=f"grader-runtime-cuda:{_digest([text.encode()])}",
@@ -190,7 +200,31 @@ def ensure(engine: DockerEngine, plan: BuildPlan) -> Ensured:
     return Ensured(tag=plan.tag, id=image_id, built=True)
 
 
+def make_host_skeleton(engine: DockerEngine, tag: str = HOST_SKELETON) -> str:
+    """Import an image holding only empty top-level folders (and the host's /lib-style links),
+    to be run with the host's toolchain bound read-only."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in _SKELETON_DIRS:
+            info = tarfile.TarInfo(name)
+            host = Path("/") / name
+            if host.is_symlink():
+                info.type, info.linkname = tarfile.SYMTYPE, os.readlink(host)
+            else:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        path = Path(tmp) / "skeleton.tar"
+        path.write_bytes(buf.getvalue())
+        return engine.import_rootfs(path, tag, kind="runtime-host")
+
+
 def ensure_runtime(engine: DockerEngine, cfg: RuntimeConfig) -> Ensured:
+    if cfg.kind == "host":
+        existing = engine.image_id(HOST_SKELETON)
+        if existing is not None:
+            return Ensured(tag=HOST_SKELETON, id=existing, built=False)
+        return Ensured(tag=HOST_SKELETON, id=make_host_skeleton(engine), built=True)
     if cfg.kind == "cuda" and engine.image_id(runtime_plan(cfg).tag) is None:
         # No registry here: a CUDA base image must already be on the host.
         if engine.image_id(cfg.cuda_base) is None:

@@ -10,14 +10,16 @@ from collections import Counter
 from typing import Protocol
 
 from grader.compare import compare
+from grader.detect.dynamic import verdict_for
 from grader.detect.findings import Finding, Layer, Severity
 from grader.evidence import OutDir
 from grader.formats.problem import Problem, Shape
 from grader.problem_run import Case, ContainerRun
-from grader.report.model import Comparison, KernelTime, ShapeResult, Trace
+from grader.report.model import Comparison, KernelTime, ShapeResult, Timing, Trace
 from grader.verdicts import Verdict, worst
 
 EXCERPT = 2000
+_TIMED = (Verdict.PASSED, Verdict.FALLBACK)  # verdicts whose timings mean something
 _NO_SPACE = ("No space left on device", "Errno 28")
 
 
@@ -33,17 +35,6 @@ def tail(text: str | None, n: int = EXCERPT) -> str | None:
     if not text:
         return None
     return text if len(text) <= n else "…" + text[-n:]
-
-
-def finding_verdict(findings: list[Finding]) -> Verdict | None:
-    sev = {f.severity for f in findings}
-    if Severity.TAMPERING in sev:
-        return Verdict.TAMPERING
-    if Severity.VIOLATION in sev:
-        return Verdict.POLICY_VIOLATION
-    if Severity.FALLBACK in sev:
-        return Verdict.FALLBACK
-    return None
 
 
 def _shape_result(shape: Shape, verdict: Verdict, detail: str, **kw: object) -> ShapeResult:
@@ -98,6 +89,56 @@ def _merge_traces(traces: list[Trace]) -> Trace:
                                  for n, (kd, us, c) in kernels.items()])
 
 
+def _stats(samples: list[float]) -> tuple[float, float, float]:
+    """Median, inter-quartile range and coefficient of variation of `samples`."""
+    xs = sorted(samples)
+    n = len(xs)
+
+    def q(p: float) -> float:
+        pos = p * (n - 1)
+        lo = int(pos)
+        hi = min(lo + 1, n - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    mean = sum(xs) / n
+    sd = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return q(0.5), q(0.75) - q(0.25), sd / mean if mean > 0 else 0.0
+
+
+def judge_timing(entry: ContainerRun, shape: Shape) -> tuple[Timing | None, list[Finding],
+                                                             str | None]:
+    """The shape's timing from the entry's samples, cross-checked with what the host saw."""
+    assert entry.out.result is not None
+    rec = entry.out.result.timings.get(shape.id)
+    if rec is None:
+        return None, [], None
+    if not rec.ok:
+        return None, [], rec.error or "the timed loop failed"
+    samples = [s for s in rec.device_us if s == s and s >= 0]  # drop NaN and negatives
+    if not samples or len(samples) != len(rec.device_us):
+        return None, [Finding(rule="TM910", severity=Severity.TAMPERING, layer=Layer.DYNAMIC,
+                              message="timing samples missing, negative or NaN")], None
+    median, iqr, cv = _stats(samples)
+    findings: list[Finding] = []
+    # The container's wall clock, measured by the host, bounds the time the samples can sum to.
+    if sum(samples) / 1e6 > entry.exit.wall_s:
+        findings.append(Finding(rule="TM911", severity=Severity.TAMPERING, layer=Layer.DYNAMIC,
+                                message=f"timed samples sum to {sum(samples) / 1e6:.3f} s, more "
+                                        f"than the container ran ({entry.exit.wall_s:.3f} s)"))
+    host = [h for h in rec.host_us if h == h and h >= 0]
+    if host:
+        host_median = _stats(host)[0]
+        if host_median > 2 * median + 200:
+            findings.append(Finding(
+                rule="TM912", severity=Severity.WARNING, layer=Layer.DYNAMIC,
+                message=f"host-synchronised time {host_median:.1f} µs far exceeds the event time "
+                        f"{median:.1f} µs: work outside the timed stream, or launch overhead"))
+    timing = Timing(median_us=median, iqr_us=iqr, cv=cv, samples=len(samples),
+                    method=rec.method or "cuda-events",
+                    host_median_us=_stats(host)[0] if host else None)
+    return timing, findings, None
+
+
 def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                   reference: ContainerRun, entry: ContainerRun, static: list[Finding],
                   own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int
@@ -113,7 +154,8 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
     problem_findings = _anomaly_findings(entry.out)
     results = []
     for shape in shapes:
-        shape_cases = [c for c in cases if c.shape.id == shape.id]
+        shape_cases = [c for c in cases if c.shape.id == shape.id and not c.timing]
+        timed_cases = [c for c in cases if c.shape.id == shape.id and c.timing]
         verdicts: list[Verdict] = []
         details: list[str] = []
         comparisons: list[Comparison] = []
@@ -155,14 +197,27 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                     torch_ops=rec.trace.torch_ops, triton_launches=rec.trace.triton_launches,
                     device_kernels=[KernelTime(name=k.name, kind="unknown", device_us=k.device_us,
                                                calls=k.calls) for k in rec.trace.device_kernels]))
+        timing, timing_findings, timing_error = judge_timing(entry, shape)
+        if timing_error is not None:
+            verdicts.append(Verdict.RUNTIME_ERROR)
+            details.append("the timed loop failed")
+            excerpt = excerpt or tail(timing_error)
+        for case in timed_cases:
+            expected = reference.out.load_tensors(case.id, "ref", max_output_bytes * 8)
+            actual = entry.out.load_tensors(case.id, "out", max_output_bytes)
+            if timing is None or isinstance(expected, str):
+                continue
+            if isinstance(actual, str) or not compare(expected, actual, problem).ok:
+                verdicts.append(Verdict.INCORRECT)
+                details.append(f"the output of a timed call ({case.id}) is wrong or missing")
         trace = _merge_traces(traces) if traces else None
-        findings: list[Finding] = list(problem_findings)
+        findings: list[Finding] = [*problem_findings, *timing_findings]
         if trace is not None:
             dyn, trace = tracer.judge(trace, own_kernels)
             findings += dyn
         verdict = worst(verdicts)
         if verdict == Verdict.PASSED:
-            by_findings = finding_verdict(static + findings)
+            by_findings = verdict_for(static + findings)
             if by_findings is not None:
                 verdict = by_findings
                 decisive = [f.message for f in static + findings
@@ -170,10 +225,12 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                 details.append("; ".join(decisive)[:600])
             else:
                 details.append(f"correct on {len(shape_cases)} hidden input sets")
-        elif (tampered := finding_verdict(findings)) == Verdict.TAMPERING:
+        elif (tampered := verdict_for(findings)) == Verdict.TAMPERING:
             verdict = tampered
         results.append(_shape_result(shape, verdict, "; ".join(details)[:1000],
                                      error_excerpt=excerpt or (logs if verdict in (
                                          Verdict.RUNTIME_ERROR,) else None),
-                                     comparisons=comparisons, trace=trace, findings=findings))
+                                     comparisons=comparisons, trace=trace, findings=findings,
+                                     timing=timing if verdict in _TIMED else None,
+                                     reference_timing=judge_timing(reference, shape)[0]))
     return results

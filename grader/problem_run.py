@@ -31,6 +31,15 @@ class Case:
     id: str  # "<shape>.<k>": a safe file name
     shape: Shape
     seed: int
+    timing: bool = False  # an input set for the timed loop, not for the correctness calls
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimingKnobs:
+    sets_per_shape: int = 3
+    l2_flush_bytes: int = 256 << 20  # at least twice the L2 of any GPU we profile
+    rse_target: float = 0.01
+    budget_s: float = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +58,7 @@ class Sandbox:
     device: str
     gpu: GpuAccess | None = None
     extra_binds: tuple[Bind, ...] = ()  # host-runtime mode: the host's toolchain, read-only
+    timing: TimingKnobs | None = None  # None: no timed loop (the CPU interpreter)
 
 
 @contextmanager
@@ -61,21 +71,38 @@ def _in_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_job(in_dir: Path, cases: list[Case], device: str, params: bool) -> None:
-    job = {"device": device, "cases": [
-        {"id": c.id, **({"params": c.shape.params, "seed": c.seed} if params else {})}
-        for c in cases
-    ]}
+def _write_job(in_dir: Path, job: dict[str, object]) -> None:
     tmp = in_dir / ".job.json.part"
     tmp.write_text(json.dumps(job))
     os.chmod(tmp, 0o644)
     os.replace(tmp, in_dir / "job.json")
 
 
+def _entry_job(sb: Sandbox, cases: list[Case]) -> dict[str, object]:
+    job = _timing_job(sb, cases)
+    job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
+    return job
+
+
+def _timing_job(sb: Sandbox, cases: list[Case]) -> dict[str, object]:
+    """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU)."""
+    job: dict[str, object] = {}
+    if sb.timing is not None:
+        timing: dict[str, list[str]] = {}
+        for c in cases:
+            if c.timing:
+                timing.setdefault(c.shape.id, []).append(c.id)
+        job.update(timing=timing, l2_flush_bytes=sb.timing.l2_flush_bytes,
+                   rse_target=sb.timing.rse_target, budget_s=sb.timing.budget_s)
+    return job
+
+
 def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
           masks: tuple[str, ...] = ()) -> ContainerSpec:
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+           "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                   "/usr/bin:/sbin:/bin"}
     if sb.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role)], role=role,
@@ -88,7 +115,10 @@ def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits
                   ) -> Iterator[tuple[ContainerRun, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block)."""
     with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        _write_job(in_dir, cases, sb.device, params=True)
+        job = _timing_job(sb, cases)
+        job.update(device=sb.device, cases=[
+            {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
+        _write_job(in_dir, job)
         binds = [Bind(host=str(in_dir), container=C_IN),
                  Bind(host=str(out_dir), container=C_OUT, read_only=False)]
         exit_state = sb.engine.run(_spec(sb, image, Role.REFERENCE, binds, limits))
@@ -117,7 +147,7 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
                     dst = in_dir / f"{c.id}.in"
                     shutil.copyfile(src, dst)
                     os.chmod(dst, 0o644)
-            _write_job(in_dir, cases, sb.device, params=False)
+            _write_job(in_dir, _entry_job(sb, cases))
 
         spec = _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,))
         exit_state = sb.engine.run(spec, on_poll=deliver_when_ready)

@@ -13,6 +13,7 @@ from grader.detect.policy import load_policy
 from grader.detection import Detector
 from grader.errors import UsageError, VerdictGate
 from grader.grade import Grader
+from grader.imaging import RuntimeConfig
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.model import Report
 from grader.report.render import write_reports
@@ -27,7 +28,7 @@ class RunRequest:
     suite_roots: tuple[Path, ...] = ()
     policy: str = "triton"
     device: str = "cpu"
-    shapes: str = "all"
+    shapes: str = "auto"
     problems: tuple[str, ...] = ()
     seeds: int | None = None
     timeout: float | None = None
@@ -35,6 +36,10 @@ class RunRequest:
     fail_on: frozenset[Verdict] = frozenset()
     seed_secret: str | None = None
     quiet: bool = False
+    runtime: str = "cpu"  # cpu | cuda | host
+    python: str | None = None  # interpreter inside the container (cuda, host)
+    cuda_base: str | None = None
+    gpu: int = 0
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -49,6 +54,18 @@ def to_config(req: RunRequest) -> RunConfig:
                     device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
                     problems=req.problems, formats=req.formats, fail_on=req.fail_on,
                     seed_secret=secret, seeds_per_shape=req.seeds)
+    python = req.python or (sys.executable if req.runtime == "host" else "python3")
+    runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]
+                            **({"cuda_base": req.cuda_base} if req.cuda_base else {}))
+    cfg = replace(cfg, runtime=runtime, gpu_index=req.gpu)
+    if req.device == "cuda":
+        # A CUDA context, torch and Triton's compiler need far more than the CPU defaults.
+        cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=32 << 30,
+                                                pids=1024, cpus=4.0),
+                      reference_limits=replace(cfg.reference_limits, memory_bytes=64 << 30,
+                                               pids=1024, cpus=4.0))
+    if req.runtime == "cpu" and req.device == "cuda":
+        raise UsageError("--device cuda needs --runtime cuda or --runtime host")
     if req.timeout is not None:
         cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=req.timeout))
     return cfg

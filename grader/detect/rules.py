@@ -132,3 +132,13 @@ RULES: dict[str, RuleInfo] = {
         "Triton launches were reported but the profiler saw none of the entry's own Triton "
         "kernels on the device: the evidence does not agree.")),
 }
+
+
+def rules_markdown() -> str:
+    """The rule table of docs/detection.md (a test keeps the doc equal to this)."""
+    rows = ["| rule | default severity | layer | title | what it catches |",
+            "|------|------------------|-------|-------|-----------------|"]
+    for rule_id, info in RULES.items():
+        text = info.description.replace("|", "\\|")
+        rows.append(f"| {rule_id} | {info.severity} | {info.layer} | {info.title} | {text} |")
+    return "\n".join(rows) + "\n"

@@ -114,13 +114,37 @@ class _Module:
                     return True
         return False
 
+    def _jit_by_call(self, defs: dict[str, list[tuple[_DefNode, Scope]]]
+                     ) -> tuple[set[_DefNode], set[str]]:
+        """`add = triton.jit(_add)`: the wrapped def is a jit function too, under both names."""
+        nodes: set[_DefNode] = set()
+        names: set[str] = set()
+        for name, bounds in self.module.bindings.items():
+            for b in bounds:
+                call = b.expr
+                while isinstance(call, ast.Call) and isinstance(call.func, ast.Call):
+                    call = call.args[0] if call.args else None  # autotune(...)(jit(f))
+                if not isinstance(call, ast.Call) or not call.args:
+                    continue
+                quals = self.resolver.qualnames(call.func, self.module)
+                if any(q.split(".")[0] == "triton" and q.endswith(".jit") for q in quals):
+                    inner = call.args[0]
+                    if isinstance(inner, ast.Name):
+                        nodes |= {d for d, _ in defs.get(inner.id, [])
+                                  if not isinstance(d, ast.ClassDef)}
+                        names |= {name, inner.id}
+        return nodes, names
+
     def run(self) -> list[Finding]:
         defs = self._defs()
         jit = {node for entries in defs.values() for node, scope in entries
                if self._is_jit(node, scope)}
+        by_call, by_call_names = self._jit_by_call(defs)
+        jit |= by_call
         jit_names = {n for n, entries in defs.items() if any(e[0] in jit for e in entries)}
+        jit_names |= by_call_names
         body = self.tree.body
-        mains = {s for s in body if _is_main_guard(s)}
+        mains: set[ast.AST] = {s for s in body if _is_main_guard(s)}
         top = {n: [e[0] for e in entries if e[1] is self.module] for n, entries in defs.items()}
         roots: list[ast.AST] = []
         for stmt in body:
@@ -182,7 +206,7 @@ class _Module:
             return
         used = host_refs & jit_names
         todo = list(used)
-        by_name = {n: [d for d in jit if d.name == n] for n in jit_names}  # type: ignore[union-attr]
+        by_name = {n: [d for d in jit if d.name == n] for n in jit_names}
         while todo:
             for node in by_name.get(todo.pop(), []):
                 for n in _loads(node.body) & jit_names:

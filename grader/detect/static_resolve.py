@@ -46,6 +46,11 @@ class Resolver:
         self._not_op = not_op  # torch names that return no tensor (policy's torch_utilities)
         self._tensors: dict[int, set[str]] = {}
         self._seqs: dict[int, set[str]] = {}
+        # Per (binding scope, name): the answer, or None while it is being computed. Without
+        # this, names bound to each other (`a = b; b = a; a = c`) branch exponentially; with
+        # it, a cycle simply contributes nothing.
+        self._name_quals: dict[tuple[int, str], set[str] | None] = {}
+        self._name_strings: dict[tuple[int, str], set[str] | bool | None] = {}
 
     # -- names ------------------------------------------------------------------------------
     def name_qualnames(self, name: str, scope: Scope, depth: int) -> set[str]:
@@ -60,10 +65,15 @@ class Resolver:
             while root.parent is not None:
                 root = root.parent
             return _cap({f"{star}.{name}" for star in root.star_imports})
+        key = (id(owner), name)
+        if key in self._name_quals:
+            return self._name_quals[key] or set()
+        self._name_quals[key] = None
         out: set[str] = set()
         for b in bounds:
             out |= self._bound_qualnames(b, owner, depth)
-        return _cap(out)
+        self._name_quals[key] = out = _cap(out)
+        return out
 
     def _bound_qualnames(self, b: Bound, owner: Scope, depth: int) -> set[str]:
         if b.how == "qual":
@@ -161,14 +171,19 @@ class Resolver:
             owner, bounds = lookup(scope, node.id)
             if owner is None or not bounds:
                 return None
-            out: set[str] = set()
+            key = (id(owner), node.id)
+            if key in self._name_strings:  # False: in progress (a cycle), so unknown
+                memo = self._name_strings[key]
+                return memo if isinstance(memo, set) else None
+            self._name_strings[key] = False
+            out: set[str] | None = set()
             for b in bounds:
-                if b.how != "expr" or b.expr is None:
-                    return None
-                got = self.strings(b.expr, owner, d)
-                if got is None:
-                    return None
+                got = self.strings(b.expr, owner, d) if b.how == "expr" and b.expr else None
+                if got is None or out is None:
+                    out = None
+                    break
                 out |= got
+            self._name_strings[key] = out
             return out
         if isinstance(node, ast.JoinedStr):
             parts: list[set[str]] = []
@@ -200,8 +215,8 @@ class Resolver:
                 return None
             return {s[self._index(node.slice)] for s in base}
         if isinstance(node, ast.IfExp):
-            a, b = self.strings(node.body, scope, d), self.strings(node.orelse, scope, d)
-            return None if a is None or b is None else a | b
+            yes, no = self.strings(node.body, scope, d), self.strings(node.orelse, scope, d)
+            return None if yes is None or no is None else yes | no
         if isinstance(node, ast.Call):
             return self._string_call(node, scope, d)
         return None
@@ -298,7 +313,7 @@ class Resolver:
                 if raw is None:
                     return None
                 fn = next(q for q in sorted(quals) if q.startswith("base64.")).split(".")[1]
-                return getattr(base64, fn)(raw)  # type: ignore[no-any-return]
+                return bytes(getattr(base64, fn)(raw))
             if isinstance(node.func, ast.Name) and node.func.id == "bytes":
                 return self._bytes(node.args[0], scope, d)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):

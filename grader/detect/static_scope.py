@@ -168,9 +168,9 @@ class ScopeBuilder(ast.NodeVisitor):
         for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
             scope.params[a.arg] = a
             scope.bind(a.arg, Bound("unknown"))
-        for a in (args.vararg, args.kwarg):
-            if a is not None:
-                scope.bind(a.arg, Bound("unknown"))
+        for star in (args.vararg, args.kwarg):
+            if star is not None:
+                scope.bind(star.arg, Bound("unknown"))
         scope.vararg = args.vararg.arg if args.vararg else None
         self._stack.append(scope)
         body = node.body if isinstance(node.body, list) else [node.body]
@@ -184,7 +184,7 @@ class ScopeBuilder(ast.NodeVisitor):
         self.cur.bind(node.name, Bound("def", qual=node.name, expr=node))
         self._function(node)
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self._function(node)

@@ -148,7 +148,7 @@ class Checker(ast.NodeVisitor):
         region = Severity.WARNING if node in self.ctx.unreachable else None
         self._in(node, node.body, region)
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for d in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
@@ -352,7 +352,7 @@ class Checker(ast.NodeVisitor):
         for stmt in [*node.orelse, *node.finalbody]:
             self.visit(stmt)
 
-    visit_TryStar = visit_Try  # type: ignore[assignment]
+    visit_TryStar = visit_Try
 
     def _is_launch(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Call):

@@ -30,7 +30,8 @@ class Timing(Model):
     iqr_us: float = Field(ge=0)
     cv: float = Field(ge=0)
     samples: int = Field(ge=1)
-    method: str  # e.g. "cuda-events", "wall-clock (cpu interpreter: not a performance number)"
+    method: str  # e.g. "cuda-events"
+    host_median_us: float | None = None  # with device-wide sync, host clock: shows hidden work
 
 
 class KernelTime(Model):
@@ -68,6 +69,7 @@ class ShapeResult(Model):
     error_excerpt: str | None = None
     comparisons: list[Comparison] = Field(default_factory=list)  # one per seed
     timing: Timing | None = None
+    reference_timing: Timing | None = None  # the reference, timed the same way
     trace: Trace | None = None
     findings: list[Finding] = Field(default_factory=list)  # dynamic findings for this shape
 

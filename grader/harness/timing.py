@@ -1,0 +1,67 @@
+"""Timing an entry's kernel on a GPU (runs next to entry code: its numbers are evidence).
+
+Each timed call gets fresh buffers (a copy of one of several pre-generated input sets, so no
+cache keyed by address pays), runs after the L2 was flushed by writing a buffer larger than it,
+and is bracketed by CUDA events *and* by device-wide synchronisation with a host clock, so work
+hidden on another stream shows up as a gap between the two. Sampling stops when the relative
+standard error of the mean falls below the bound, or when the time budget is spent.
+Standard library and torch only.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def _fresh(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
+
+
+def _rse(samples: list[float]) -> float:
+    n = len(samples)
+    if n < 2:
+        return math.inf
+    mean = sum(samples) / n
+    var = sum((s - mean) ** 2 for s in samples) / (n - 1)
+    return math.sqrt(var / n) / mean if mean > 0 else math.inf
+
+
+def time_kernel(kernel: Callable[..., Any], sets: list[tuple[Any, ...]], *,
+                l2_flush_bytes: int, rse_target: float = 0.01, min_samples: int = 10,
+                max_samples: int = 500, budget_s: float = 10.0
+                ) -> tuple[dict[str, Any], dict[int, Any]]:
+    """Returns the raw samples and, per input set, the output of its last timed call."""
+    flush = torch.empty(max(l2_flush_bytes, 1 << 20), dtype=torch.uint8, device="cuda")
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    device_us: list[float] = []
+    host_us: list[float] = []
+    last: dict[int, Any] = {}
+    began = time.perf_counter()
+    i = 0
+    while True:
+        k = i % len(sets)
+        args = _fresh(sets[k])
+        flush.fill_(i & 0xFF)  # a write over twice the L2 evicts what the copy left there
+        torch.cuda.synchronize()
+        h0 = time.perf_counter()
+        start.record()
+        out = kernel(*args)
+        end.record()
+        torch.cuda.synchronize()
+        h1 = time.perf_counter()
+        device_us.append(start.elapsed_time(end) * 1000.0)
+        host_us.append((h1 - h0) * 1e6)
+        last[k] = out
+        i += 1
+        if i >= max_samples or (i >= min_samples and _rse(device_us) < rse_target):
+            break
+        if time.perf_counter() - began > budget_s and i >= min(min_samples, 3):
+            break
+    return {"device_us": device_us, "host_us": host_us, "method": "cuda-events",
+            "loop_s": time.perf_counter() - began}, last

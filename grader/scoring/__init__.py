@@ -1,0 +1,13 @@
+"""Scoring against the hardware: profiles, rooflines, derivation, scores and leaderboards.
+
+hardware.py   hardware profiles (hardware/<name>.toml), every number with its source
+expr.py       the safe evaluator of problem.toml's `flops` and `bytes` expressions
+roofline.py   T_roofline, arithmetic intensity, ridge point and regime of one shape
+derive.py     `grader roofline derive`: FLOPs and bytes counted by running the reference
+scores.py     S per shape, S_i per problem, S_agg per suite and phase: the ScoreCard
+metrics.py    speed-up, fast_p, the gate funnel, regimes, cost per solved problem
+leaderboard.py  ranking comparable score cards
+from_report.py  score inputs from a saved report (re-scoring without re-running)
+
+See docs/scoring.md.
+"""

@@ -1,0 +1,210 @@
+"""`grader roofline derive`: count a reference's FLOPs and bytes by running it once.
+
+The reference runs on the CPU (or on the `meta` device, which computes nothing and is instant
+for large shapes) under `torch.utils.flop_counter.FlopCounterMode`, which counts matrix products,
+convolutions and attention exactly. What it does not count is added by these rules, applied to
+each aten op as it is dispatched:
+
+- an op tagged `pointwise` (add, mul, rsqrt, exp, ...): one FLOP per output element. A
+  transcendental counts as one FLOP, like an add: the roofline charges the tensor-core peak,
+  and the point is the order of magnitude of the non-matmul work, not its exact cost;
+- an op tagged `reduction` (sum, mean, amax, ...): one FLOP per input element;
+- anything else (views, copies, dtype conversions, fills): no FLOPs. A conversion moves data;
+  it does no arithmetic that a fused kernel would have to pay for.
+
+Bytes are the *semantic* traffic: every tensor the reference reads (what `make_inputs` returned)
+plus every tensor it returns, each storage counted once (the union of the byte ranges its views
+cover), reads and writes counted apart. Intermediates are not counted: a fused kernel keeps
+them on chip, and the roofline is the speed of light of the fused operation.
+
+The references are the organiser's trusted code; they run here, never an entry.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode, flop_registry
+
+from grader.errors import ProblemError
+from grader.scoring._model import Frozen
+from grader.scoring.expr import evaluate
+from grader.suite import load_problem
+
+Rule = Literal["flop_counter", "pointwise", "reduction", "free"]
+
+DEFAULT_RTOL = 0.01  # check(): relative agreement asked of the expressions
+
+
+class OpCount(Frozen):
+    calls: int = Field(ge=1)
+    flops: int = Field(ge=0)
+    rule: Rule
+
+
+class Derived(Frozen):
+    problem: str
+    shape: str
+    device: str
+    flops: int = Field(ge=0)
+    bytes: int = Field(ge=0)  # bytes_read + bytes_written
+    bytes_read: int = Field(ge=0)
+    bytes_written: int = Field(ge=0)
+    by_op: dict[str, OpCount]
+
+
+class CheckRow(Frozen):
+    shape: str
+    expr_flops: float
+    derived_flops: int
+    expr_bytes: float
+    derived_bytes: int
+    ok: bool
+
+
+def _rule(func: Any) -> Rule:
+    if func._overloadpacket in flop_registry:
+        return "flop_counter"
+    tags = getattr(func, "tags", ())
+    if torch.Tag.pointwise in tags:
+        return "pointwise"
+    if torch.Tag.reduction in tags:
+        return "reduction"
+    return "free"
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Counts every aten op and applies the pointwise/reduction rules to the uncounted ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, dict[str, Any]] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        rule = _rule(func)
+        flops = 0
+        if rule == "pointwise":
+            outs = _tensors(out)
+            flops = outs[0].numel() if outs else 0
+        elif rule == "reduction":
+            ins = _tensors(args)
+            flops = ins[0].numel() if ins else 0
+        entry = self.counts.setdefault(str(func._overloadpacket),
+                                       {"calls": 0, "flops": 0, "rule": rule})
+        entry["calls"] += 1
+        entry["flops"] += flops
+        return out
+
+
+def unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """Bytes covered by `tensors`, each storage's overlapping views counted once."""
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for t in tensors:
+        if t.numel() == 0:
+            continue
+        size = t.element_size()
+        extent = 1 + sum((int(n) - 1) * abs(int(s))
+                         for n, s in zip(t.shape, t.stride(), strict=True))
+        start = int(t.storage_offset()) * size
+        ranges.setdefault(t.untyped_storage()._cdata, []).append((start, start + extent * size))
+    total = 0
+    for spans in ranges.values():
+        end = -1
+        for lo, hi in sorted(spans):
+            if hi > end:
+                total += hi - max(lo, end)
+                end = hi
+    return total
+
+
+def load_reference(problem_dir: Path) -> ModuleType:
+    path = problem_dir / "reference.py"
+    spec = importlib.util.spec_from_file_location(f"_grader_reference_{problem_dir.name}", path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the organiser's file: say which and why
+        raise ProblemError(f"{path}: import failed: {type(exc).__name__}: {exc}") from None
+    for name in ("reference", "make_inputs"):
+        if not callable(getattr(module, name, None)):
+            raise ProblemError(f"{path}: defines no {name}()")
+    return module
+
+
+def derive(problem_dir: Path | str, shape_id: str, *, device: str = "cpu",
+           seed: int = 0) -> Derived:
+    """Run the reference of `shape_id` once and count its FLOPs and semantic bytes."""
+    bundle = load_problem(Path(problem_dir))
+    shapes = {s.id: s for s in bundle.problem.shapes}
+    if shape_id not in shapes:
+        raise ProblemError(f"{bundle.directory}: no shape {shape_id!r}",
+                           hint=f"shapes: {', '.join(shapes)}")
+    ref = load_reference(bundle.directory)
+    where = f"{bundle.directory / 'reference.py'} (shape {shape_id})"
+    try:
+        inputs = ref.make_inputs(seed, device, **shapes[shape_id].params)
+        inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
+        recorder = _OpRecorder()
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter, recorder:
+            outputs = ref.reference(*inputs)
+    except Exception as exc:
+        raise ProblemError(f"{where}: the reference failed: {type(exc).__name__}: {exc}") from None
+    counted = counter.get_flop_counts().get("Global", {})
+    by_op: dict[str, OpCount] = {}
+    for name, entry in recorder.counts.items():
+        flops = entry["flops"]
+        if entry["rule"] == "flop_counter":
+            flops = sum(int(n) for op, n in counted.items() if str(op) == name)
+        by_op[name] = OpCount(calls=entry["calls"], flops=flops, rule=entry["rule"])
+    read, written = unique_bytes(_tensors(inputs)), unique_bytes(_tensors(outputs))
+    return Derived(problem=bundle.id, shape=shape_id, device=device,
+                   flops=sum(op.flops for op in by_op.values()), bytes=read + written,
+                   bytes_read=read, bytes_written=written, by_op=by_op)
+
+
+def agrees(expr_value: float, derived: int, rtol: float) -> bool:
+    return math.isclose(expr_value, derived, rel_tol=rtol, abs_tol=0.0)
+
+
+def check(problem_dir: Path | str, *, shapes: Sequence[str] | None = None,
+          rtol: float = DEFAULT_RTOL, device: str = "cpu") -> list[CheckRow]:
+    """The problem's `flops`/`bytes` expressions against derivation, shape by shape.
+
+    `ok` when both agree within `rtol` (relative to the larger of the two). `shapes`: the shape
+    ids to check (default: all; the large ones are quick on `device="meta"`).
+    """
+    bundle = load_problem(Path(problem_dir))
+    problem = bundle.problem
+    rows = []
+    for shape in problem.shapes:
+        if shapes is not None and shape.id not in shapes:
+            continue
+        d = derive(bundle.directory, shape.id, device=device)
+        expr_flops = evaluate(problem.flops, shape.params)
+        expr_bytes = evaluate(problem.bytes, shape.params)
+        ok = agrees(expr_flops, d.flops, rtol) and agrees(expr_bytes, d.bytes, rtol)
+        rows.append(CheckRow(shape=shape.id, expr_flops=expr_flops, derived_flops=d.flops,
+                             expr_bytes=expr_bytes, derived_bytes=d.bytes, ok=ok))
+    return rows

@@ -1,0 +1,5 @@
+import torch
+
+
+def kernel(x, y):
+    return torch.add(x, y)
