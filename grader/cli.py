@@ -69,20 +69,24 @@ def cli(ctx: click.Context, debug: bool) -> None:
               "host: the host's /usr, /etc, /opt bound read-only (air-gapped GPU hosts).")
 @click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
 @click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
+@click.option("--hardware", default="auto", show_default=True,
+              help="Hardware profile for the roofline; auto: matched to the GPU's name.")
 @click.option("--gpu", type=click.IntRange(0, 63), default=0, show_default=True,
               help="Index of the GPU to grade on.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str, device: str,
         shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
         formats: tuple[str, ...], fail_on: frozenset, seed_secret: str | None,  # type: ignore[type-arg]
-        runtime: str, python: str | None, cuda_base: str | None, gpu: int, quiet: bool) -> None:
+        runtime: str, python: str | None, cuda_base: str | None, hardware: str, gpu: int,
+        quiet: bool) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
     req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
                      timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
-                     quiet=quiet, runtime=runtime, python=python, cuda_base=cuda_base, gpu=gpu)
+                     quiet=quiet, runtime=runtime, python=python, cuda_base=cuda_base, gpu=gpu,
+                     hardware=hardware)
     grade_bundle(req)
 
 
@@ -102,9 +106,10 @@ def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None) ->
 
 
 def main() -> None:
-    from grader.cli_tools import register
+    from grader import cli_scoring, cli_tools
 
-    register(cli)
+    cli_tools.register(cli)
+    cli_scoring.register(cli)
     debug = "--debug" in sys.argv[1:]
     try:
         cli.main(standalone_mode=False)

@@ -21,7 +21,7 @@ class RunConfig:
     out_dir: Path
     suite_roots: tuple[Path, ...] = (PROBLEM_BUNDLES,)
     policy: str = "triton"
-    hardware: str = "cpu-interpreter"
+    hardware: str = "auto"  # a profile name; auto: cpu-interpreter, or matched to the GPU
     device: str = "cpu"  # "cpu" (Triton interpreter) or "cuda"
     gpu_index: int = 0
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)

@@ -9,7 +9,7 @@ from grader.detect.dynamic import judge_trace
 from grader.detect.findings import Finding
 from grader.detect.kernels import classify
 from grader.detect.policy import Policy
-from grader.detect.static import analyze
+from grader.detect.static import analyze, jit_function_names
 from grader.report.model import KernelTime, Trace
 
 
@@ -19,6 +19,9 @@ class Detector:
 
     def static(self, source: str, filename: str) -> list[Finding]:
         return analyze(source, filename, self.policy)
+
+    def own_kernels(self, source: str) -> set[str]:
+        return jit_function_names(source, self.policy)
 
     def judge(self, trace: Trace, own_kernels: set[str]) -> tuple[list[Finding], Trace]:
         kernels = [KernelTime(name=k.name, kind=str(classify(k.name, own_kernels)),

@@ -34,6 +34,8 @@ from grader.report.model import (
 )
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, GpuAccess
+from grader.scoring.apply import profile_for_device, score_report
+from grader.scoring.hardware import load_hardware
 from grader.suite import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict, worst
 
@@ -112,10 +114,12 @@ class Grader:
             rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
             return ProblemResult(**base, verdict=Verdict.MISSING, shapes=rs)
         rel = sub.manifest.problems[bundle.id].file
-        static = self.detector.static(kernel.read_text(encoding="utf-8", errors="replace"), rel)
+        source = kernel.read_text(encoding="utf-8", errors="replace")
+        static = self.detector.static(source, rel)
         t0 = time.monotonic()
         self.progress(f"{bundle.id}: image")
         image = ensure(self.engine, problem_plan(runtime_tag, suite.id, bundle))
+        phases = {"image": time.monotonic() - t0}
         self.images[bundle.id] = image.id
         n_seeds = self.cfg.seeds_per_shape or suite.info.seeds_per_shape
         cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
@@ -137,18 +141,35 @@ class Grader:
                                    tail(errs[0] if errs else ref.exit.logs))
                 return ProblemResult(**base, verdict=Verdict.INFRA_ERROR, shapes=rs,
                                      findings=static, kernel_file=rel, image=image.tag)
+            phases["reference"] = ref.exit.wall_s
             self.device_name = self.device_name or ref.out.result.device_name
             self.progress(f"{bundle.id}: entry")
             with run_entry(sandbox, image.tag, kernel, cases, ref_dir, limits) as entry:
-                own = set(entry.out.ready.jit_functions) if entry.out.ready else set()
+                phases["entry"] = entry.exit.wall_s
+                if entry.out.ready and entry.out.ready.import_s is not None:
+                    phases["entry_import"] = entry.out.ready.import_s
                 results = judge_problem(problem=bundle.problem, shapes=shapes, cases=cases,
                                         reference=ref, entry=entry, static=static,
-                                        own_kernels=own, tracer=self.detector,
+                                        own_kernels=self.detector.own_kernels(source),
+                                        tracer=self.detector,
                                         max_output_bytes=limits.output_bytes)
         verdict = worst([r.verdict for r in results])
         return ProblemResult(**base, verdict=verdict, shapes=results, findings=static,
                              kernel_file=rel, image=image.tag, wall_s=time.monotonic() - t0,
-                             detail=verdict.message, stderr_excerpt=tail(entry.exit.logs))
+                             detail=verdict.message, stderr_excerpt=tail(entry.exit.logs),
+                             phases_s=phases)
+
+    def hardware_name(self) -> str:
+        """The configured profile, or on a GPU the one matching the device's name."""
+        if self.cfg.hardware != "auto":
+            return self.cfg.hardware
+        if self.cfg.device == "cpu":
+            return "cpu-interpreter"
+        found = profile_for_device(self.device_name or "")
+        if found is None:
+            raise UsageError(f"no hardware profile matches {self.device_name!r}",
+                             hint="name one with --hardware (grader hardware list)")
+        return found
 
     def run(self) -> Report:
         cfg = self.cfg
@@ -181,7 +202,7 @@ class Grader:
             extra = sorted(set(sub.manifest.problems) - set(suite.problems))
             if extra:
                 self.progress(f"ignored kernels for problems not in the suite: {extra}")
-            return Report(
+            report = Report(
                 created_at=datetime.now(UTC),
                 submission=SubmissionSummary(
                     name=sub.manifest.submission.name, suite=suite.id,
@@ -190,7 +211,7 @@ class Grader:
                 suite=SuiteSummary(id=suite.id, version=suite.info.version,
                                    weights_version=suite.weights.version),
                 environment=Environment(
-                    grader_version=__version__, hardware=cfg.hardware,
+                    grader_version=__version__, hardware=self.hardware_name(),
                     device="cpu (Triton interpreter)" if cfg.device == "cpu"
                     else f"{cfg.device}: {self.device_name or 'unknown GPU'}",
                     is_performance=cfg.device != "cpu", policy=cfg.policy,
@@ -200,6 +221,8 @@ class Grader:
                 problems=problems,
                 summary=summarize(problems),
             )
+            report = score_report(report, suite, load_hardware(self.hardware_name()))
+            return report.model_copy(update={"summary": summarize(report.problems)})
         finally:
             self.engine.reap(self.session)
             shutil.rmtree(work, ignore_errors=True)

@@ -40,6 +40,7 @@ class RunRequest:
     python: str | None = None  # interpreter inside the container (cuda, host)
     cuda_base: str | None = None
     gpu: int = 0
+    hardware: str = "auto"
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -57,7 +58,7 @@ def to_config(req: RunRequest) -> RunConfig:
     python = req.python or (sys.executable if req.runtime == "host" else "python3")
     runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]
                             **({"cuda_base": req.cuda_base} if req.cuda_base else {}))
-    cfg = replace(cfg, runtime=runtime, gpu_index=req.gpu)
+    cfg = replace(cfg, runtime=runtime, gpu_index=req.gpu, hardware=req.hardware)
     if req.device == "cuda":
         # A CUDA context, torch and Triton's compiler need far more than the CPU defaults.
         cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=32 << 30,

@@ -140,6 +140,11 @@ class Policy(Strict):
     def is_torch_utility(self, qualname: str) -> bool:
         return any(matches(qualname, p) for p in self.torch_utilities)
 
+    def names_torch_utility(self, qualname: str) -> bool:
+        """Is `qualname` itself an entry of torch_utilities (not just under one)? Such an
+        entry wins over the `names` lists: torch.jit.is_scripting is no compiler."""
+        return qualname in self.torch_utilities and not qualname.endswith("*")
+
     def is_protected(self, qualname: str) -> bool:
         return any(matches(qualname, p) for p in self.protected_modules)
 

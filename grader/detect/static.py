@@ -20,7 +20,7 @@ from grader.detect.static_resolve import Resolver
 from grader.detect.static_scope import LOCAL, Scope, ScopeBuilder
 from grader.detect.static_visit import Checker, Context
 
-__all__ = ["RULES", "analyze"]
+__all__ = ["RULES", "analyze", "jit_function_names"]
 
 _DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 # Seeing any of these, reachability by name is not to be trusted: everything is reachable.
@@ -51,6 +51,22 @@ def analyze(source: str, filename: str, policy: Policy) -> list[Finding]:
     except (RecursionError, MemoryError):
         return [_too_deep(policy, filename, lines)]
     return sorted(findings, key=lambda f: (f.line or 0, f.column or 0, f.rule))
+
+
+def jit_function_names(source: str, policy: Policy) -> set[str]:
+    """The names of the file's @triton.jit functions, as Triton names their compiled kernels.
+
+    Found on the host from the source, so an entry cannot claim a vendor kernel as its own by
+    what it reports from inside its container."""
+    try:
+        module = _Module(ast.parse(source), source, source.splitlines(), "<kernel>", policy)
+        defs = module._defs()
+        jit = {node for entries in defs.values() for node, scope in entries
+               if module._is_jit(node, scope)}
+        jit |= module._jit_by_call(defs)[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {node.name for node in jit}
 
 
 def _bare(rule: str, policy: Policy, filename: str, lines: list[str], line: int | None,

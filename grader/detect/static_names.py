@@ -97,6 +97,17 @@ TORCH_DTYPES: frozenset[str] = frozenset(
     """.split()
 )
 
+# torch attributes that are plain values, not callables: memory formats, layouts, quantisation
+# schemes and math constants (torch.contiguous_format, torch.strided, torch.inf). Naming one
+# computes nothing, wherever it appears; calling one would only raise.
+TORCH_CONSTANTS: frozenset[str] = frozenset(
+    """
+    contiguous_format channels_last channels_last_3d preserve_format strided sparse_coo
+    sparse_csr sparse_csc sparse_bsr sparse_bsc jagged per_tensor_affine per_channel_affine
+    per_tensor_symmetric per_channel_symmetric per_channel_affine_float_qparams inf nan pi e
+    """.split()
+)
+
 # Dtypes narrower than float32: converting to one in host code is a precision downgrade.
 LOW_PRECISION_DTYPES: frozenset[str] = frozenset(
     d for d in TORCH_DTYPES if d in {"float16", "half", "bfloat16"} or d.startswith("float8")
@@ -131,3 +142,16 @@ FRAME_ATTRS: frozenset[str] = frozenset(
 
 # Tensor subclass hooks: defining one intercepts the harness's own torch calls.
 TORCH_HOOKS: frozenset[str] = frozenset({"__torch_function__", "__torch_dispatch__"})
+
+# The `operator` module's spellings of Python's operators. `operator.matmul(a, b)` is `a @ b`
+# (always compute, like the operator); the others compute when an operand is a tensor.
+OPERATOR_MATMUL: frozenset[str] = frozenset(
+    {"operator.matmul", "operator.imatmul", "operator.__matmul__", "operator.__imatmul__"}
+)
+OPERATOR_ARITH: frozenset[str] = frozenset(
+    f"operator.{name}" for base in """
+    add sub mul truediv floordiv mod pow lshift rshift and_ or_ xor neg pos invert inv abs
+    lt le eq ne ge gt iadd isub imul itruediv ifloordiv imod ipow ilshift irshift iand ior
+    ixor
+    """.split() for name in (base, f"__{base.rstrip('_')}__")
+)

@@ -275,6 +275,14 @@ class Resolver:
                 return {chr(int(args[0].value))}  # type: ignore[arg-type]
             if func.id == "str":
                 return self.strings(args[0], scope, d)
+        quals = self.qualnames(func, scope, d)
+        if quals & {"codecs.decode", "codecs.encode"} and len(args) >= 2:
+            text, enc = self.strings(args[0], scope, d), self.strings(args[1], scope, d)
+            if text is not None and enc is not None and {e.replace("-", "_") for e in enc} <= {
+                "rot13", "rot_13"
+            }:
+                return {codecs.decode(t, "rot13") for t in text}
+            return None
         if not isinstance(func, ast.Attribute):
             return None
         if func.attr == "join" and len(args) == 1:
@@ -292,11 +300,6 @@ class Resolver:
                 return None
             plain = [next(iter(a)) for a in const_args]  # type: ignore[arg-type]
             return {getattr(s, func.attr)(*plain) for s in base}
-        quals = self.qualnames(func, scope, d)
-        if "codecs.decode" in quals and len(args) >= 2:
-            text, enc = self.strings(args[0], scope, d), self.strings(args[1], scope, d)
-            if text and enc in ({"rot13"}, {"rot_13"}):
-                return {codecs.decode(t, "rot13") for t in text}
         return None
 
     def _bytes(self, node: ast.AST, scope: Scope, d: int) -> bytes | None:
@@ -344,15 +347,15 @@ class Resolver:
                         continue
                     if b.how == "expr" and self.is_tensor(b.expr, scope):
                         tensors.add(name)
-                    elif b.how == "elem" and self._is_seq(b.expr, scope):
+                    elif b.how == "elem" and self.is_seq(b.expr, scope):
                         tensors.add(name)
-                    elif b.how == "expr" and self._is_seq(b.expr, scope):
+                    elif b.how == "expr" and self.is_seq(b.expr, scope):
                         seqs.add(name)
             if len(tensors) + len(seqs) == before:
                 break
         return tensors, seqs
 
-    def _is_seq(self, node: ast.AST, scope: Scope) -> bool:
+    def is_seq(self, node: ast.AST, scope: Scope) -> bool:
         if isinstance(node, ast.Name):
             owner, _ = lookup(scope, node.id)
             return owner is not None and node.id in self.tensor_names(owner)[1]
@@ -369,7 +372,7 @@ class Resolver:
             owner, _ = lookup(scope, node.id)
             return owner is not None and node.id in self.tensor_names(owner)[0]
         if isinstance(node, ast.Subscript):
-            return self.is_tensor(node.value, scope, d) or self._is_seq(node.value, scope)
+            return self.is_tensor(node.value, scope, d) or self.is_seq(node.value, scope)
         if isinstance(node, ast.Attribute):
             return node.attr in _VIEW_ATTRS and self.is_tensor(node.value, scope, d)
         if isinstance(node, ast.BinOp):

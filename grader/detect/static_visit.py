@@ -17,7 +17,10 @@ from grader.detect.static_names import (
     FRAME_ATTRS,
     LOW_PRECISION_DTYPES,
     LOW_PRECISION_METHODS,
+    OPERATOR_ARITH,
+    OPERATOR_MATMUL,
     TENSOR_METHODS,
+    TORCH_CONSTANTS,
     TORCH_DTYPES,
     TORCH_HOOKS,
     TORCH_MODULES,
@@ -32,6 +35,12 @@ _IMPORTERS = frozenset({"builtins.__import__", "importlib.__import__", "importli
 _NAMESPACE_FUNCS = frozenset({"builtins.globals", "builtins.vars", "builtins.locals"})
 _SETTERS = frozenset({"builtins.setattr", "builtins.delattr", "builtins.object.__setattr__",
                       "builtins.object.__delattr__"})
+# Where an uncalled reference is only read as a value: compared, tested, used in arithmetic
+# or an f-string, annotated, or a bare statement. (Bound to a plain name is decided apart.)
+_VALUE_PARENTS = (ast.Compare, ast.BinOp, ast.UnaryOp, ast.AugAssign, ast.Expr,
+                  ast.FormattedValue, ast.If, ast.While, ast.Assert, ast.comprehension, ast.arg)
+# Parents that pass their child's value on: the reference is where they are.
+_TRANSPARENT = (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Attribute, ast.Subscript)
 _LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp,
              ast.DictComp, ast.SetComp)
 
@@ -58,6 +67,7 @@ class Checker(ast.NodeVisitor):
     _scope: Scope | None = None
     _region: Severity | None = None  # cap on severities: INFO in main blocks, WARNING unreached
     _seen: set[tuple[str, int, int]] = field(default_factory=set)
+    _parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
 
     # -- emitting ---------------------------------------------------------------------------
     def emit(self, rule: str, node: ast.AST, message: str,
@@ -87,8 +97,10 @@ class Checker(ast.NodeVisitor):
     # -- what a dotted name is --------------------------------------------------------------
     def classify(self, q: str) -> tuple[str, str] | None:
         """(rule, message) for a library object the entry names, or None when it is fine."""
-        if q.startswith(LOCAL) or q == GLOBALS:
+        if q.startswith(LOCAL) or q == GLOBALS or self.policy.names_torch_utility(q):
             return None
+        if q in OPERATOR_MATMUL:
+            return "FB003", f"PyTorch computes: `@` (matrix multiply) as `{q}`"
         rule = self.policy.name_rule(q)
         if rule is not None:
             return rule, f"uses `{q}`"
@@ -106,23 +118,63 @@ class Checker(ast.NodeVisitor):
             return None
         if self.policy.is_torch_utility(q) or q in TORCH_MODULES or not rest:
             return None
-        if len(rest) == 1 and (rest[0] in TORCH_DTYPES or rest[0] in self.policy.allowed_calls):
+        if len(rest) == 1 and (rest[0] in TORCH_DTYPES or rest[0] in TORCH_CONSTANTS
+                               or rest[0] in self.policy.allowed_calls):
             return None
         if rest[-1].startswith("__") and rest[-1].endswith("__"):
             return None
         return "FB001", f"PyTorch computes: `{q}`"
 
     def check_ref(self, node: ast.AST, how: str = "") -> bool:
+        value_only: bool | None = None
         for q in sorted(self.resolver.qualnames(node, self.scope)):
             verdict = self.classify(q)
-            if verdict is not None:
-                self.emit(verdict[0], node, verdict[1] + how)
-                return True
+            if verdict is None:
+                continue
+            if verdict[0] in _COMPUTE_RULES:
+                # Naming a compute function calls nothing: only a call, or the function
+                # handed on where it may be called (an argument, a container, a return
+                # value...), is compute. A plain name bound to it is judged where it is called.
+                value_only = self._value_only(node) if value_only is None else value_only
+                if value_only:
+                    continue
+            self.emit(verdict[0], node, verdict[1] + how)
+            return True
         return False
+
+    def _value_only(self, node: ast.AST) -> bool:
+        """Is this (uncalled) reference only read as a value where it stands?"""
+        child, parent = node, self._parents.get(node)
+        while isinstance(parent, _TRANSPARENT) and not (
+            isinstance(parent, ast.IfExp) and child is parent.test
+        ) and not (isinstance(parent, ast.Subscript) and child is not parent.value):
+            child, parent = parent, self._parents.get(parent)
+        if isinstance(parent, ast.Call | ast.keyword):
+            return False  # called, or handed to a call (map(torch.add, ...), key=torch.norm)
+        if isinstance(parent, ast.Assign):
+            return self._local_names(parent.targets)
+        if isinstance(parent, ast.AnnAssign):
+            return child is parent.annotation or self._local_names([parent.target])
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+            return child is parent.returns
+        if isinstance(parent, ast.IfExp):
+            return True  # the test
+        return isinstance(parent, _VALUE_PARENTS)
+
+    def _local_names(self, targets: list[ast.expr]) -> bool:
+        """Plain names local to a function: every call through them is resolved and judged.
+        (A module or class attribute may be called from elsewhere, under another name.)"""
+        scope = self.scope
+        if scope.kind != "function" or not all(isinstance(t, ast.Name) for t in targets):
+            return False
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        return not any(isinstance(n, ast.Global | ast.Nonlocal) and names & set(n.names)
+                       for n in ast.walk(scope.node))
 
     # -- scopes and regions -----------------------------------------------------------------
     def run(self, tree: ast.Module) -> list[Finding]:
         self._scope = self.scopes[tree]
+        self._parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         self.generic_visit(tree)
         return self.findings
 
@@ -202,6 +254,16 @@ class Checker(ast.NodeVisitor):
             self.emit("DS003", node, "reads `__dict__`: attributes looked up at run time")
         if isinstance(node.ctx, ast.Load):
             self.check_ref(node)
+            quals = self.resolver.qualnames(node, self.scope)
+            if quals and all(self.policy.names_torch_utility(q) for q in quals):
+                # torch.jit.is_scripting: the whole chain is a named utility, so its
+                # prefix torch.jit is not judged alone.
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if not isinstance(base, ast.Name):
+                    self.visit(base)
+                return
         self.visit(node.value)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -221,8 +283,10 @@ class Checker(ast.NodeVisitor):
         if "builtins.getattr" in funcs and len(args) >= 2:
             if self.resolver.strings(args[1], self.scope) is None:
                 self.emit("DS003", node, "getattr with a name computed at run time")
+            elif self.resolver.qualnames(args[0], self.scope):
+                self.check_ref(node, " (through getattr)")  # getattr(torch, "mm")
             else:
-                self.check_ref(node, " (through getattr)")
+                self._getattr_method(node, args[0], args[1])  # getattr(x, "sum"): a method
             return self._visit_all(args, node.keywords)
         if funcs & _SETTERS and args:
             targets = self.resolver.qualnames(args[0], self.scope)
@@ -233,6 +297,7 @@ class Checker(ast.NodeVisitor):
             self.emit("TM001", node, "patches with unittest.mock")
         if isinstance(node.func, ast.Attribute) and not funcs:
             self._method(node, node.func)
+        self._operator(node, funcs)
         for kw in node.keywords:
             if kw.arg == "stream" and not _is_none(kw.value):
                 self.emit("SB004", kw.value, "passes `stream=`: work on another CUDA stream")
@@ -248,13 +313,46 @@ class Checker(ast.NodeVisitor):
         at = (func.end_lineno or func.lineno, max((func.end_col_offset or 0) - len(name), 0))
         if name in LOW_PRECISION_METHODS or (name in ("to", "type") and self._low_dtype(node)):
             self.emit("PR001", node, f"`.{name}(...)` lowers precision in host code", at)
+        if self._compute_method(name, receiver):
+            self.emit("FB002", node, f"PyTorch computes: Tensor method `.{name}()`", at)
+
+    def _compute_method(self, name: str, receiver: ast.AST) -> bool:
+        """Would `receiver.name(...)` be a Tensor compute method (as _method judges it)?"""
         if name not in TENSOR_METHODS or name in self.policy.allowed_calls:
-            return
+            return False
         if isinstance(receiver, _LITERALS) or self._literal_name(receiver):
+            return False
+        return name not in AMBIGUOUS_METHODS or self.resolver.is_tensor(receiver, self.scope)
+
+    def _getattr_method(self, node: ast.Call, receiver: ast.AST, name: ast.AST) -> None:
+        """getattr(a, "matmul"): the bound method, called here or later, is `a.matmul`."""
+        for n in sorted(self.resolver.strings(name, self.scope) or ()):
+            if self._compute_method(n, receiver):
+                self.emit("FB002", node, f"PyTorch computes: Tensor method `.{n}()` "
+                          "(through getattr)")
+                return
+
+    def _operator(self, node: ast.Call, funcs: set[str]) -> None:
+        """operator.add(x, y) on a tensor, or operator.mul handed to a call with tensors
+        (functools.reduce(operator.mul, xs)): tensor arithmetic, as `x + y` is."""
+        values = [*node.args, *(k.value for k in node.keywords)]
+        plain = [v.value if isinstance(v, ast.Starred) else v for v in values]
+
+        def tensors(skip: ast.AST | None = None) -> bool:
+            return any(v is not skip and (self.resolver.is_tensor(v, self.scope)
+                                          or self.resolver.is_seq(v, self.scope))
+                       for v in plain)
+
+        hit = sorted(funcs & OPERATOR_ARITH)
+        if hit and tensors():
+            self.emit("FB003", node, f"PyTorch computes: tensor arithmetic (`{hit[0]}`)")
             return
-        if name in AMBIGUOUS_METHODS and not self.resolver.is_tensor(receiver, self.scope):
-            return
-        self.emit("FB002", node, f"PyTorch computes: Tensor method `.{name}()`", at)
+        for v in plain:
+            ops = sorted(self.resolver.qualnames(v, self.scope) & OPERATOR_ARITH)
+            if ops and tensors(skip=v):
+                self.emit("FB003", v, f"PyTorch computes: tensor arithmetic (`{ops[0]}` "
+                          "handed to a call with tensors)")
+                return
 
     def _low_dtype(self, node: ast.Call) -> bool:
         for a in [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]:

@@ -97,7 +97,7 @@ def run_reference() -> int:
             results[cid] = {"ok": True}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
-    timings = {shape: _time_shape(ref.reference, ids, job)
+    timings = {shape: _time_shape(ref.reference, ids, job, OUT)
                for shape, ids in job.get("timing", {}).items()}
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     _write_json("result.json", {"cases": results, "timings": timings, "device_name": name})
@@ -164,20 +164,23 @@ def run_entry() -> int:
             results[cid] = {"ok": True, "wall_s": wall, "trace": tracer.result()}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
-    timings = {shape: _time_shape(kernel, ids, job) for shape, ids in job.get("timing", {}).items()}
+    timings = {shape: _time_shape(kernel, ids, job, IN, save=True)
+               for shape, ids in job.get("timing", {}).items()}
     _write_json("result.json", {"cases": results, "timings": timings})
     return 0
 
 
-def _time_shape(kernel: Any, ids: list[str], job: dict[str, Any]) -> dict[str, Any]:
+def _time_shape(kernel: Any, ids: list[str], job: dict[str, Any], inputs: Path,
+                save: bool = False) -> dict[str, Any]:
+    """Time `kernel` on the shape's input sets; with `save`, keep the outputs for checking."""
     from . import tensors
     from .timing import time_kernel
 
     try:
-        sets = [tuple(tensors.load(IN / f"{cid}.in", device=job["device"])) for cid in ids]
+        sets = [tuple(tensors.load(inputs / f"{cid}.in", device=job["device"])) for cid in ids]
         raw, last = time_kernel(kernel, sets, l2_flush_bytes=job["l2_flush_bytes"],
                                 rse_target=job["rse_target"], budget_s=job["budget_s"])
-        for k, out in last.items():
+        for k, out in last.items() if save else ():
             tensors.save(OUT / f"{ids[k]}.out", _as_tuple(out))
         return {"ok": True, **raw}
     except Exception as exc:

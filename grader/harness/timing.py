@@ -2,9 +2,10 @@
 
 Each timed call gets fresh buffers (a copy of one of several pre-generated input sets, so no
 cache keyed by address pays), runs after the L2 was flushed by writing a buffer larger than it,
-and is bracketed by CUDA events *and* by device-wide synchronisation with a host clock, so work
-hidden on another stream shows up as a gap between the two. Sampling stops when the relative
-standard error of the mean falls below the bound, or when the time budget is spent.
+and is bracketed by CUDA events; a third event recorded after a device-wide synchronisation
+bounds the call including any work hidden on another stream, which shows up as a gap.
+Sampling stops when the relative standard error of the mean falls below the bound, or when
+the time budget is spent.
 Standard library and torch only.
 """
 
@@ -16,6 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
+
+SPIN_CYCLES = 1_000_000  # about 0.5 ms at H100/H200 clocks
 
 
 def _fresh(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -39,6 +43,7 @@ def time_kernel(kernel: Callable[..., Any], sets: list[tuple[Any, ...]], *,
     flush = torch.empty(max(l2_flush_bytes, 1 << 20), dtype=torch.uint8, device="cuda")
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
+    settled = torch.cuda.Event(enable_timing=True)
     device_us: list[float] = []
     host_us: list[float] = []
     last: dict[int, Any] = {}
@@ -47,16 +52,22 @@ def time_kernel(kernel: Callable[..., Any], sets: list[tuple[Any, ...]], *,
     while True:
         k = i % len(sets)
         args = _fresh(sets[k])
-        flush.fill_(i & 0xFF)  # a write over twice the L2 evicts what the copy left there
         torch.cuda.synchronize()
-        h0 = time.perf_counter()
+        # The flush (a write over twice the L2) is queued just before the start event, so the
+        # GPU is still busy with it while Python launches the kernel.
+        flush.fill_(i & 0xFF)
+        # Then keep the GPU busy a little longer, so even a slow Python wrapper has queued its
+        # launches before the start event runs: otherwise short kernels time the host's launch
+        # overhead (seen on the H200, 2026-11-29: a 2 µs rmsnorm timed at 33 µs).
+        torch.cuda._sleep(SPIN_CYCLES)
         start.record()
         out = kernel(*args)
         end.record()
-        torch.cuda.synchronize()
-        h1 = time.perf_counter()
+        torch.cuda.synchronize()  # device-wide: waits for work on every stream
+        settled.record()  # after the device-wide sync: bounds work hidden on other streams
+        settled.synchronize()
         device_us.append(start.elapsed_time(end) * 1000.0)
-        host_us.append((h1 - h0) * 1e6)
+        host_us.append(start.elapsed_time(settled) * 1000.0)
         last[k] = out
         i += 1
         if i >= max_samples or (i >= min_samples and _rse(device_us) < rse_target):

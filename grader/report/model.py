@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from grader.detect.findings import Finding
 from grader.formats.problem import Phase
 from grader.formats.submission import AgentInfo
+from grader.scoring.scores import ScoreCard
 from grader.verdicts import Verdict
 
 SCHEMA_VERSION: Literal["1"] = "1"
@@ -85,6 +86,9 @@ class ProblemResult(Model):
     image: str | None = None
     stderr_excerpt: str | None = None
     wall_s: float | None = None
+    # Where the wall time went, measured on the host: image, reference, entry (container
+    # start to exit), and the entry's import as it reported it.
+    phases_s: dict[str, float] = Field(default_factory=dict)
 
 
 class SubmissionSummary(Model):
@@ -131,3 +135,4 @@ class Report(Model):
     environment: Environment
     problems: list[ProblemResult]
     summary: Summary
+    scores: ScoreCard | None = None  # roofline scores (grader/scoring); see environment.hardware

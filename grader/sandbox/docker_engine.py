@@ -47,7 +47,11 @@ class ImageInfo:
 def to_create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
     """The SDK arguments for `spec`: every hardening flag in one place, testable without Docker."""
     lim = spec.limits
-    tmpfs = {"/tmp": f"rw,exec,nosuid,nodev,size={lim.scratch_bytes},mode=1777"}
+    # Owned by the container's user outright: on the H200 host (2026-11-29) a mode=1777 /tmp
+    # still refused uid 65534 (Triton's cache: "Permission denied: '/tmp/triton'").
+    uid, _, gid = spec.user.partition(":")
+    tmpfs = {"/tmp": f"rw,exec,nosuid,nodev,size={lim.scratch_bytes},mode=0700,"
+                     f"uid={uid},gid={gid or uid}"}
     for path in spec.masks:
         tmpfs[path] = "ro,noexec,nosuid,nodev,size=4k,mode=0555"
     kwargs: dict[str, Any] = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -38,10 +37,3 @@ def session(engine) -> Iterator[str]:  # type: ignore[no-untyped-def]
     name = f"test-{uuid.uuid4().hex[:8]}"
     yield name
     engine.reap(name)
-
-
-def pack(directory: Path, out: Path) -> Path:
-    from grader.bundle_tools import create_bundle
-
-    create_bundle(directory, out)
-    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.bundle_tools import create_bundle
 from grader.config import RunConfig
 from grader.detect.policy import load_policy
 from grader.detection import Detector
@@ -15,11 +16,9 @@ from grader.grade import Grader
 from grader.paths import REPO
 from grader.verdicts import Verdict
 
-from .conftest import pack
-
 pytestmark = pytest.mark.docker
 CASES = Path(__file__).resolve().parents[1] / "cases"
-GROUPS = ("grading",)
+GROUPS = ("grading", "fallback")
 
 
 def _cases() -> list[Path]:
@@ -30,7 +29,8 @@ def _cases() -> list[Path]:
 def test_case(case: Path, engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec = tomllib.loads((case / "case.toml").read_text())
     source = REPO / spec["source"] if "source" in spec else case / "submission"
-    bundle = pack(source, tmp_path / "bundle.tar")
+    bundle = tmp_path / "bundle.tar"
+    create_bundle(source, bundle)
     expect = {pid: Verdict(v) for pid, v in spec["expect"].items()}
     cfg = RunConfig(bundle=bundle, out_dir=tmp_path / "out", shapes=spec.get("shapes", "smoke"),
                     problems=tuple(spec.get("problems", ())), seeds_per_shape=2)

@@ -98,6 +98,7 @@ def test_hardening_seen_by_inspect_and_from_inside(engine, runtime, session, ker
     assert hc["Memory"] == 512 << 20 and hc["MemorySwap"] == 512 << 20
     assert hc["NanoCpus"] == 1_000_000_000
     assert "size=16777216" in hc["Tmpfs"]["/tmp"] and "exec" in hc["Tmpfs"]["/tmp"].split(",")
+    assert "uid=65534" in hc["Tmpfs"]["/tmp"]
     assert hc["LogConfig"]["Config"]["max-size"] == str(64 << 10)
     assert cfg["User"] == "65534:65534"
     assert cfg["Labels"]["grader.session"] == session

@@ -498,3 +498,169 @@ def test_names_bound_to_each_other_do_not_explode() -> None:
     strings = "".join(f"x = x + 'a{i}'\n" for i in range(40))
     src = cycle + strings + "def kernel(q):\n    return getattr(torch, x)(a.mm(q))\n"
     assert {"DS003", "FB002"} <= rules(run(src))
+
+
+# -- naming is not calling: torch constants, types and queries are honest ------------------
+# Each line runs in kernel(x) of an entry that launches its Triton kernel; none computes.
+NOT_COMPUTE = [
+    "a = (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float8_e4m3fn)",
+    "a = torch.contiguous_format",
+    "a = torch.channels_last",
+    "a = torch.preserve_format",
+    "a = torch.strided",
+    "a = torch.layout",
+    "a = torch.memory_format",
+    "a = [torch.inf, -torch.inf, torch.nan]",
+    "a = 2 * torch.pi * torch.e",
+    "a = torch.SymInt",
+    "a = torch.Size([1, 2])",
+    "a = torch.device('cuda')",
+    "a = torch.dtype",
+    "a = torch.finfo(torch.float16).max + torch.iinfo(torch.int32).max",
+    "a = torch.get_default_device()",
+    "a = torch.cuda.current_device()",
+    "a = torch.cuda.is_available()",
+    "a = torch.is_tensor(x) and torch.is_floating_point(x)",
+    "a = torch.cuda.get_device_capability()",
+    "a = torch.backends.cuda.matmul.allow_tf32",
+    "assert torch.backends.cuda.matmul.allow_tf32 in (True, False)",
+    "out = torch.empty_like(x, memory_format=torch.contiguous_format)",
+    "assert x.is_contiguous(memory_format=torch.channels_last) or True",
+    "fmt = torch.contiguous_format\n    out = torch.empty_like(x, memory_format=fmt)",
+    "a = x.dtype == torch.float16 and isinstance(x.shape, torch.Size)",
+    "a = torch.compiler.is_compiling() or torch.jit.is_scripting() or torch.jit.is_tracing()",
+    "a: torch.memory_format = torch.preserve_format",
+    "f = torch.nn.functional.gelu  # bound in a function and never called",
+]
+
+
+@pytest.mark.parametrize("policy", [TRITON, STRICT], ids=["triton", "strict"])
+@pytest.mark.parametrize("line", NOT_COMPUTE)
+def test_torch_names_that_compute_nothing(line: str, policy: Policy) -> None:
+    body = (f"def kernel(x):\n    {line}\n    add_kernel[(1,)](x, x, x, x.numel(), BLOCK=1024)\n"
+            "    return x\n")
+    assert blocking(run(body, policy)) == []
+
+
+def test_compile_guard_imported_by_name_is_fine() -> None:
+    body = ("from torch.compiler import is_compiling\ndef kernel(x):\n"
+            "    if is_compiling():\n        return x\n"
+            "    add_kernel[(1,)](x, x, x, x.numel(), BLOCK=1024)\n    return x\n")
+    assert blocking(run(body)) == []
+    assert "VL002" in rules(run("def kernel(x):\n    return torch.compiler.disable(x)\n"))
+
+
+# A compute function handed on where it may be called is still compute.
+HANDED_ON: dict[str, tuple[str, str]] = {
+    "map": ("def kernel(a, b):\n    return list(map(torch.add, a, b))\n", "FB001"),
+    "reduce": ("import functools\ndef kernel(xs):\n    return functools.reduce(torch.add, xs)\n",
+               "FB001"),
+    "keyword": ("def kernel(xs):\n    return sorted(xs, key=torch.norm)\n", "FB001"),
+    "container": ("def kernel(a, b):\n    ops = [torch.mm]\n    return ops[0](a, b)\n", "FB001"),
+    "returned": ("def _pick():\n    return torch.mm\ndef kernel(a, b):\n"
+                 "    return _pick()(a, b)\n", "FB001"),
+    "default_arg": ("def kernel(a, b, op=torch.mm):\n    return op(a, b)\n", "FB001"),
+    "class_attr": ("class K:\n    op = torch.mm\ndef kernel(a, b):\n    return K.op(a, b)\n",
+                   "FB001"),
+    "module_alias": ("MM = torch.mm\ndef kernel(a, b):\n    return a\n", "FB001"),
+    "attribute_store": ("class K:\n    def __init__(self):\n        self.op = torch.mm\n"
+                        "def kernel(a, b):\n    return K().op(a, b)\n", "FB001"),
+    "global_store": ("OP = None\ndef kernel(a, b):\n    global OP\n    OP = torch.mm\n"
+                     "    return a\n", "FB001"),
+    "local_alias_called": ("def kernel(a, b):\n    f = torch.bmm\n    return f(a, b)\n",
+                           "FB001"),
+    "getattr_bound": ("def kernel(a, b):\n    f = getattr(torch, 'mm')\n    return f(a, b)\n",
+                      "FB001"),
+    "dunder_call": ("def kernel(a, b):\n    return torch.mm.__call__(a, b)\n", "FB001"),
+    "tensor_method_ref": ("def kernel(a, b):\n    return list(map(torch.Tensor.add, a, b))\n",
+                          "FB002"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HANDED_ON))
+def test_compute_functions_handed_on_are_compute(name: str) -> None:
+    body, rule = HANDED_ON[name]
+    assert rule in rules(run(body), Severity.FALLBACK)
+
+
+# -- operator, getattr on tensors, rot13 ----------------------------------------------------
+OPERATOR_CASES: dict[str, str] = {
+    "matmul": "import operator\ndef kernel(a, b):\n    return operator.matmul(a, b)\n",
+    "from_import": "from operator import matmul\ndef kernel(a, b):\n    return matmul(a, b)\n",
+    "from_import_alias": ("from operator import matmul as mm\ndef kernel(a, b):\n"
+                          "    f = mm\n    return f(a, b)\n"),
+    "dunder": "import operator\ndef kernel(a, b):\n    return operator.__matmul__(a, b)\n",
+    "reduce_matmul": ("import functools, operator\ndef kernel(xs):\n"
+                      "    return functools.reduce(operator.matmul, xs)\n"),
+    "add_tensor": ("import operator\ndef kernel(x: torch.Tensor, y):\n"
+                   "    return operator.add(x, y)\n"),
+    "mul_tensor_alias": ("from operator import mul\ndef kernel(x: torch.Tensor):\n"
+                         "    return mul(x, 2)\n"),
+    "reduce_mul_tensors": ("import functools, operator\ndef kernel(x: torch.Tensor):\n"
+                           "    return functools.reduce(operator.mul, x.unbind(0))\n"),
+    "map_add_tensor": ("import operator\ndef kernel(x: torch.Tensor, y: torch.Tensor):\n"
+                       "    return list(map(operator.add, x, y))\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_CASES))
+def test_operator_module_is_the_operator(name: str) -> None:
+    assert "FB003" in rules(run(OPERATOR_CASES[name]), Severity.FALLBACK)
+
+
+def test_operator_on_plain_numbers_is_fine() -> None:
+    body = ("import functools, operator\ndef kernel(x):\n"
+            "    n = functools.reduce(operator.mul, x.shape, 1) + operator.add(1, 2)\n"
+            "    add_kernel[(1,)](x, x, x, n, BLOCK=1024)\n    return x\n")
+    assert blocking(run(body)) == []
+
+
+GETATTR_METHODS: dict[str, str] = {
+    "annotated": ("def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:\n"
+                  "    return getattr(a, 'matmul')(b)\n"),
+    "untyped": "def kernel(a, b):\n    return getattr(a, 'mat' + 'mul')(b)\n",
+    "bound_later": "def kernel(x):\n    s = getattr(x, 'sum')\n    return s(-1)\n",
+    "ambiguous_on_tensor": ("def kernel(x: torch.Tensor, y):\n"
+                            "    return getattr(x, 'add')(y)\n"),
+    "dunder": "def kernel(a, b):\n    return getattr(a, '__matmul__')(b)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GETATTR_METHODS))
+def test_getattr_of_a_tensor_method(name: str) -> None:
+    assert "FB002" in rules(run(GETATTR_METHODS[name]), Severity.FALLBACK)
+
+
+def test_getattr_of_allowed_or_container_methods_is_fine() -> None:
+    body = ("def kernel(x):\n    names = ['b', 'a']\n    getattr(names, 'sort')()\n"
+            "    seen = set()\n    getattr(seen, 'add')(1)\n    n = getattr(x, 'numel')()\n"
+            "    y = getattr(x, 'view')(-1)\n    add_kernel[(1,)](y, y, y, n, BLOCK=1024)\n"
+            "    return x\n")
+    assert blocking(run(body)) == []
+
+
+@pytest.mark.parametrize("expr", [
+    "codecs.decode('zngzhy', 'rot13')",
+    "codecs.decode('zngzhy', 'rot_13')",
+    "codecs.encode('zngzhy', 'rot13')",
+    "decode('zng' + 'zhy', 'rot-13')",
+])
+def test_rot13_names_are_folded(expr: str) -> None:
+    body = ("import codecs\nfrom codecs import decode\ndef kernel(a, b):\n"
+            f"    return getattr(torch, {expr})(a, b)\n")
+    found = run(body)
+    assert "FB001" in rules(found, Severity.FALLBACK)
+    assert "DS003" not in rules(found)
+
+
+def test_opt_einsum_is_a_vendor_library() -> None:
+    body = ("import opt_einsum as oe\ndef kernel(a, b):\n"
+            "    return oe.contract('ij,jk->ik', a, b)\n")
+    assert "VL001" in rules(run(body), Severity.VIOLATION)
+
+
+def test_getattr_of_torch_bound_locally_is_judged_at_the_call() -> None:
+    body = ("def kernel(x):\n    fmt = getattr(torch, 'contiguous_format')\n"
+            "    f = getattr(torch, 'mm')  # never called\n"
+            "    add_kernel[(1,)](x, x, x, x.numel(), BLOCK=1024)\n    return x\n")
+    assert blocking(run(body)) == []
