@@ -1,6 +1,6 @@
 """On an NVIDIA GPU host (run with --run-docker --run-gpu): real kernels, real containers.
 
-Run on the H200 with benchmarks/gpu_session.sh; docs/benchmarks.md records what it showed.
+Run on the H200 with bench/gpu_session.sh; docs/benchmarks.md records what it showed.
 """
 
 from __future__ import annotations

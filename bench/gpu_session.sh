@@ -18,7 +18,7 @@ grade() {  # grade EXAMPLE NAME
   cp "/tmp/rep-$2/report.json" "$OUT/report-$2.json"
 }
 grade triton triton-1
-python3 benchmarks/fidelity.py "$OUT/report-triton-1.json" 2>&1 | tee "$OUT/fidelity.txt"
+python3 bench/fidelity.py "$OUT/report-triton-1.json" 2>&1 | tee "$OUT/fidelity.txt"
 grade triton triton-2; grade triton triton-3
 [ "${GPU_TESTS:-0}" = 1 ] && { grade torch-fallback fallback
   python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu 2>&1 | tail -n 5; }

@@ -1,7 +1,7 @@
 """Timing fidelity on a GPU: the grader's reported median vs triton.testing.do_bench (median)
 in a bare process, for the same kernel, shape and kind of inputs.
 
-    python3 benchmarks/fidelity.py REPORT.json [ENTRY_DIR]
+    python3 bench/fidelity.py REPORT.json [ENTRY_DIR]
 
 REPORT.json comes from `grader run --device cuda` of ENTRY_DIR (default examples/triton).
 Prints one row per shape: the grader's median, do_bench's median, and the kernels' own device
