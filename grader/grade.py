@@ -8,6 +8,7 @@ import secrets
 import shutil
 import tempfile
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -192,13 +193,17 @@ class Grader:
                     continue
                 try:
                     problems.append(self.grade_problem(suite, bundle, sub, runtime.tag, sandbox))
-                except InfraError as exc:
-                    # One problem's infrastructure failure does not lose the others.
-                    rs: list[ShapeResult] = whole_problem(select_shapes(bundle, cfg),
-                                                          Verdict.INFRA_ERROR, exc.message)
+                except Exception as exc:
+                    # One problem's failure of the grader's own machinery (or a grader bug) is
+                    # an infra_error for that problem; the others are still graded.
+                    detail = exc.message if isinstance(exc, InfraError) else \
+                        f"grader bug: {type(exc).__name__}: {exc}"
+                    rs: list[ShapeResult] = whole_problem(
+                        select_shapes(bundle, cfg), Verdict.INFRA_ERROR, detail,
+                        tail("".join(traceback.format_exception(exc))))
                     problems.append(ProblemResult(id=pid, operator=bundle.problem.operator,
                                                   verdict=Verdict.INFRA_ERROR, shapes=rs,
-                                                  detail=str(exc)))
+                                                  detail=detail))
             extra = sorted(set(sub.manifest.problems) - set(suite.problems))
             if extra:
                 self.progress(f"ignored kernels for problems not in the suite: {extra}")

@@ -131,6 +131,23 @@ RULES: dict[str, RuleInfo] = {
         description=(
         "Triton launches were reported but the profiler saw none of the entry's own Triton "
         "kernels on the device: the evidence does not agree.")),
+    # Evidence checks of the host (grader/judge.py, grader/scoring/apply.py).
+    "TM900": RuleInfo(title="forged output folder", severity=_T, layer=_D, description=(
+        "The entry's output folder held a symlink, FIFO or other non-regular file, or a result "
+        "file that is oversized or does not match its schema.")),
+    "TM901": RuleInfo(title="unexpected output file", severity=_W, layer=_D, description=(
+        "The entry's output folder held a regular file the harness never writes.")),
+    "TM910": RuleInfo(title="invalid timing samples", severity=_T, layer=_D, description=(
+        "Timing samples were missing, negative or NaN.")),
+    "TM911": RuleInfo(title="timing beyond the wall clock", severity=_T, layer=_D, description=(
+        "The timed samples sum to more than the container ran by the host's clock.")),
+    "TM912": RuleInfo(title="time outside the timed stream", severity=_W, layer=_D,
+        description=(
+        "The time to a device-wide synchronisation far exceeds the event-timed kernel: work "
+        "hidden on another stream, or heavy host-side launch overhead.")),
+    "TM913": RuleInfo(title="faster than the roofline", severity=_T, layer=_D, description=(
+        "The measured time is below the shape's roofline on the datasheet's peaks: physically "
+        "impossible, so the measurement was tampered with.")),
 }
 
 
