@@ -23,7 +23,8 @@ class RunConfig:
     policy: str = "triton"
     hardware: str = "auto"  # a profile name; auto: cpu-interpreter, or matched to the GPU
     device: str = "cpu"  # "cpu" (Triton interpreter) or "cuda"
-    gpu_index: int = 0
+    gpus: tuple[int, ...] = (0,)  # --device cuda: one worker per GPU
+    jobs: int = 1  # --device cpu: problems graded at once
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     shapes: ShapeSelection = "auto"
     problems: tuple[str, ...] = ()  # empty: every problem of the suite

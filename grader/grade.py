@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import queue
 import secrets
 import shutil
 import tempfile
@@ -11,6 +12,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +30,6 @@ from grader.report.model import (
     Environment,
     ProblemResult,
     Report,
-    ShapeResult,
     SubmissionSummary,
     SuiteSummary,
     Summary,
@@ -75,8 +76,9 @@ def summarize(problems: list[ProblemResult]) -> Summary:
                    illusion_gap=(correct - passed) / n if n else 0.0)
 
 
-def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str) -> Sandbox:
-    """What every container of the run shares: interpreter, GPU access, host binds, timing."""
+def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str, gpu_index: int = 0
+                 ) -> Sandbox:
+    """What every container of one worker shares: interpreter, GPU, host binds, timing."""
     kind = cfg.runtime.kind
     python = {"cpu": "/opt/venv/bin/python3", "cuda": cfg.runtime.python,
               "host": cfg.runtime.python}[kind]
@@ -88,8 +90,9 @@ def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str) -> Sandbox:
     if mode == "none":
         raise UsageError("--device cuda, but no NVIDIA GPU is visible on this host",
                          hint="`grader doctor` says what it found")
-    gpu = GpuAccess(mode=mode, index=cfg.gpu_index,
-                    device_nodes=tuple(gpu_nodes(nodes, cfg.gpu_index)))
+    if f"/dev/nvidia{gpu_index}" not in nodes:
+        raise UsageError(f"GPU {gpu_index} is not on this host", hint=f"found {nodes}")
+    gpu = GpuAccess(mode=mode, index=gpu_index, device_nodes=tuple(gpu_nodes(nodes, gpu_index)))
     return Sandbox(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
                    extra_binds=binds, timing=TimingKnobs())
 
@@ -172,6 +175,39 @@ class Grader:
                              hint="name one with --hardware (grader hardware list)")
         return found
 
+    def workers(self) -> list[Sandbox]:
+        """One sandbox per worker: per GPU on --device cuda (one entry per GPU at a time), else
+        --jobs of them on the CPU. Each worker has its own engine client (threads)."""
+        slots = self.cfg.gpus if self.cfg.device == "cuda" else tuple(range(self.cfg.jobs))
+        return [make_sandbox(self.cfg, self.engine if i == 0 else DockerEngine(), self.session,
+                             gpu_index=slot) for i, slot in enumerate(slots)]
+
+    def grade_all(self, suite: Suite, todo: list[ProblemBundle], sub: Submission,
+                  runtime_tag: str) -> list[ProblemResult]:
+        """Grade problems concurrently, a worker each at a time; results in suite order."""
+        free: queue.Queue[Sandbox] = queue.Queue()
+        for sb in self.workers():
+            free.put(sb)
+
+        def one(bundle: ProblemBundle) -> ProblemResult:
+            sandbox = free.get()
+            try:
+                return self.grade_problem(suite, bundle, sub, runtime_tag, sandbox)
+            except Exception as exc:
+                # One problem's failure of the grader's own machinery (or a grader bug) is an
+                # infra_error for that problem; the others are still graded.
+                detail = exc.message if isinstance(exc, InfraError) else \
+                    f"grader bug: {type(exc).__name__}: {exc}"
+                rs = whole_problem(select_shapes(bundle, self.cfg), Verdict.INFRA_ERROR, detail,
+                                   tail("".join(traceback.format_exception(exc))))
+                return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+                                     verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)
+            finally:
+                free.put(sandbox)
+
+        with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
+            return list(pool.map(one, todo))
+
     def run(self) -> Report:
         cfg = self.cfg
         if not cfg.bundle.is_file():
@@ -186,24 +222,9 @@ class Grader:
             self.progress("runtime image")
             runtime = ensure_runtime(self.engine, cfg.runtime)
             self.images["runtime"] = runtime.id
-            sandbox = make_sandbox(cfg, self.engine, self.session)
-            problems: list[ProblemResult] = []
-            for pid, bundle in suite.problems.items():
-                if cfg.problems and pid not in cfg.problems:
-                    continue
-                try:
-                    problems.append(self.grade_problem(suite, bundle, sub, runtime.tag, sandbox))
-                except Exception as exc:
-                    # One problem's failure of the grader's own machinery (or a grader bug) is
-                    # an infra_error for that problem; the others are still graded.
-                    detail = exc.message if isinstance(exc, InfraError) else \
-                        f"grader bug: {type(exc).__name__}: {exc}"
-                    rs: list[ShapeResult] = whole_problem(
-                        select_shapes(bundle, cfg), Verdict.INFRA_ERROR, detail,
-                        tail("".join(traceback.format_exception(exc))))
-                    problems.append(ProblemResult(id=pid, operator=bundle.problem.operator,
-                                                  verdict=Verdict.INFRA_ERROR, shapes=rs,
-                                                  detail=detail))
+            todo = [b for pid, b in suite.problems.items()
+                    if not cfg.problems or pid in cfg.problems]
+            problems = self.grade_all(suite, todo, sub, runtime.tag)
             extra = sorted(set(sub.manifest.problems) - set(suite.problems))
             if extra:
                 self.progress(f"ignored kernels for problems not in the suite: {extra}")
