@@ -1,4 +1,5 @@
-"""The scoring commands: hardware profiles, roofline derivation, leaderboards."""
+"""The scoring commands: hardware profiles, roofline derivation, leaderboards, comparisons
+across hardware, release kits and re-scoring of saved reports."""
 
 from __future__ import annotations
 
@@ -92,6 +93,80 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> 
         click.echo(f"{row.rank:>3} {row.submission[:28]:<28} {s:>7} {cells}")
 
 
+@click.command()
+@click.argument("reports", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--allow-mixed", is_flag=True,
+              help="Compare reports of different bundles, suites, weights or policies anyway.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None:
+    """One entry on several machines: S_i per problem on each, and its portability (S_i on a
+    report over S_i on the first)."""
+    from grader.report.render import load_report
+    from grader.scoring.compare import compare as run_compare
+    from grader.scoring.compare import comparison_text
+
+    cmp = run_compare([load_report(p) for p in reports], allow_mixed=allow_mixed)
+    click.echo(json.dumps(cmp.model_dump(), indent=2) if as_json else comparison_text(cmp),
+               nl=as_json)
+
+
+def _suite_roots(suite_roots: tuple[Path, ...]) -> list[Path]:
+    from grader.paths import PROBLEM_BUNDLES
+
+    return list(suite_roots) or [PROBLEM_BUNDLES]
+
+
+SUITES_OPTION = click.option(
+    "--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+    help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+
+
+@click.command()
+@click.argument("suite")
+@click.option("-o", "--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The kit to write, e.g. kit.tar.")
+@SUITES_OPTION
+def release(suite: str, out: Path, suite_roots: tuple[Path, ...]) -> None:
+    """Write the kit agents get for SUITE: specs, references, public shapes; nothing hidden."""
+    from grader.scoring.release import build_kit
+    from grader.suite import find_suite
+
+    kit = build_kit(find_suite(suite, _suite_roots(suite_roots)))
+    out.write_bytes(kit)
+    click.echo(f"kit: {out} ({len(kit)} bytes)")
+
+
+@click.command()
+@click.argument("report_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--weights", "weights_path", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), default=None, help="A weights.toml (default: the suite's).")
+@click.option("--hardware", "hardware_name", default=None,
+              help="Hardware profile (default: the report's).")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Folder for the new report (default: rescored/ beside it).")
+@SUITES_OPTION
+def rescore(report_json: Path, weights_path: Path | None, hardware_name: str | None,
+            out_dir: Path | None, suite_roots: tuple[Path, ...]) -> None:
+    """Re-score a saved report with new weights or hardware, without re-running anything."""
+    from grader.report.render import load_report, write_reports
+    from grader.scoring.hardware import load_hardware
+    from grader.scoring.rescore import load_weights, report_suite
+    from grader.scoring.rescore import rescore as run_rescore
+
+    rep = load_report(report_json)
+    suite = report_suite(rep, _suite_roots(suite_roots))
+    weights = load_weights(weights_path, suite) if weights_path else None
+    profile = load_hardware(hardware_name or rep.environment.hardware)
+    new = run_rescore(rep, suite, profile, weights)
+    out = out_dir or report_json.parent / "rescored"
+    for fmt, path in write_reports(new, out, ["json", "html"]).items():
+        click.echo(f"{fmt}: {path}")
+    s = new.scores.s_agg if new.scores else None
+    click.echo(f"S_agg: {'-' if s is None else f'{s:.4f}'} (weights {new.suite.weights_version}, "
+               f"hardware {profile.name})")
+
+
 def register(cli: click.Group) -> None:
-    for cmd in (hardware, roofline, leaderboard):
+    for cmd in (hardware, roofline, leaderboard, compare, release, rescore):
         cli.add_command(cmd)

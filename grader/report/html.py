@@ -8,6 +8,7 @@ a Content-Security-Policy that forbids scripts, so a missed escape still cannot 
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
@@ -16,6 +17,7 @@ from markupsafe import Markup
 
 from grader.report.model import ProblemResult, Report, ShapeResult
 from grader.report.render import clean_text
+from grader.scoring.scores import PHASES, ScoreCard, ShapeScore
 from grader.verdicts import SEVERITY, Verdict
 
 # Defensive caps; the producer already caps what it records, but a report file can be edited.
@@ -42,6 +44,13 @@ CHART_LABEL_W = 170
 CHART_BAR_W = 420
 CHART_VALUE_W = 130
 CHART_ROW_H = 22
+
+# Geometry of the roofline chart (log-scale time axis), in CSS pixels.
+ROOF_LABEL_W = 260
+ROOF_PLOT_W = 460
+ROOF_VALUE_W = 110
+ROOF_AXIS_H = 34
+ROOF_MAX_TICKS = 8
 
 
 def _finalize(value: Any) -> Any:
@@ -74,6 +83,14 @@ def _us(value: float) -> str:
     if value >= 1e3:
         return f"{value / 1e3:.3g} ms"
     return f"{value:.3g} µs"
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else _us(value * 1e6)
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def _bar_width(value: float) -> str:
@@ -131,6 +148,53 @@ def timing_chart(problem: ProblemResult) -> dict[str, Any] | None:
     }
 
 
+def _valid(t: float | None) -> bool:
+    return t is not None and math.isfinite(t) and t > 0
+
+
+def _chart_row_label(shape: ShapeScore) -> str:
+    return clean_text(f"{shape.problem}/{shape.shape}", 40)
+
+
+def _problem_score(card: ScoreCard, problem: str) -> float | None:
+    return next((p.s for p in card.problems if p.problem == problem), None)
+
+
+def roofline_chart(card: ScoreCard) -> dict[str, Any] | None:
+    """Geometry of a log-scale dot chart: per scored shape, its roofline time (the speed of
+    light, a tick) and its measured time (a dot); the gap between them is 1/S. None when no
+    shape has a roofline. Only numbers go into attributes; labels are text, escaped."""
+    shapes = [s for s in card.shapes if s.scored and _valid(s.t_roofline_s)]
+    if not shapes:
+        return None
+    times = [t for s in shapes for t in (s.t_roofline_s, s.measured_s)
+             if t is not None and _valid(t)]
+    lo = math.floor(math.log10(min(times)))
+    hi = max(math.ceil(math.log10(max(times))), lo + 1)
+    step = max(1, math.ceil((hi - lo) / ROOF_MAX_TICKS))
+
+    def x(t: float) -> float:
+        return round(ROOF_LABEL_W + (math.log10(t) - lo) / (hi - lo) * ROOF_PLOT_W, 1)
+
+    ticks = [{"x": x(10.0 ** k), "label": _seconds(10.0 ** k)} for k in range(lo, hi + 1, step)]
+    rows = []
+    for i, s in enumerate(shapes):
+        assert s.t_roofline_s is not None
+        measured = s.measured_s if _valid(s.measured_s) else None
+        rows.append({
+            "label": _chart_row_label(s),
+            "y": ROOF_AXIS_H + i * CHART_ROW_H + CHART_ROW_H // 2,
+            "roof_x": x(s.t_roofline_s),
+            "measured_x": x(measured) if measured is not None else None,
+            "group": _verdict_group(s.verdict),
+            "value": f"S={s.s:.3g}" if s.counted else s.verdict.value,
+        })
+    height = ROOF_AXIS_H + len(rows) * CHART_ROW_H + 6
+    return {"rows": rows, "ticks": ticks, "label_w": ROOF_LABEL_W, "plot_w": ROOF_PLOT_W,
+            "axis_h": ROOF_AXIS_H, "width": ROOF_LABEL_W + ROOF_PLOT_W + ROOF_VALUE_W,
+            "height": height}
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -145,9 +209,13 @@ def _environment() -> jinja2.Environment:
     )
     env.filters.update(
         clip=_clip, num=_num, pct=_pct, us=_us, bar=_bar_width, vgroup=_verdict_group,
+        secs=_seconds, score=_score,
     )
     env.globals.update(
         timing_chart=timing_chart,
+        roofline_chart=roofline_chart,
+        problem_score=_problem_score,
+        PHASES=PHASES,
         shapes_passed=_shapes_passed,
         has_evidence=_has_evidence,
         PRE_LIMIT=PRE_LIMIT,

@@ -11,6 +11,7 @@ import re
 
 from grader.report.model import ProblemResult, Report, ShapeResult
 from grader.report.render import clean_text
+from grader.scoring.scores import PHASES, ScoreCard
 from grader.verdicts import SEVERITY, Verdict
 
 CELL_LIMIT = 300  # entry text per table cell; the HTML report has the full excerpts
@@ -107,6 +108,58 @@ def _problem_section(problem: ProblemResult, timed: bool) -> list[str]:
     return lines
 
 
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _secs(value: float | None) -> str:
+    return "–" if value is None else f"{value * 1e6:.3g} µs"
+
+
+def _scores_section(card: ScoreCard, hardware: str, is_performance: bool) -> list[str]:
+    """S_agg (overall, per phase), the funnel, the secondary metrics and S per problem/shape."""
+    phases = [ph for ph in PHASES if ph in card.s_agg_by_phase]
+    f = card.funnel
+    funnel = " → ".join(f"{gate} {getattr(f, gate)}/{f.shapes} ({_pct(f.rate(gate))})"
+                        for gate in ("compiled", "correct", "native", "timed"))
+    fast = ", ".join(f"fast_{x.p:g} {_pct(x.share)}" for x in card.fast_p) or "–"
+    speedup = "–" if card.speedup_geomean is None else f"{card.speedup_geomean:.3g}×"
+    lines = [f"### Scores against {md_text(hardware)}", ""]
+    if not is_performance:
+        lines += ["> ⚠️ Not performance: CPU-interpreter times against a nominal profile; "
+                  "these scores only exercise the arithmetic.", ""]
+    lines += [
+        f"**S_agg {_score(card.s_agg)}** · " + " · ".join(
+            f"{ph} {_score(card.s_agg_by_phase[ph])}" for ph in phases),
+        "",
+        f"Weights {md_text(card.weights_version)} ({card.weights_mode}, "
+        f"{'normalised' if card.weights_normalised else 'not normalised'}, coverage "
+        f"{_pct(card.weight_coverage)}) · speed-up geomean {speedup} over "
+        f"{card.speedup_shapes} shapes · {fast}",
+        "",
+        f"Gate funnel: {funnel}",
+        "",
+        "| Problem | S_i | " + " | ".join(phases) + " | Scored shapes |",
+        "|---|---:|" + "---:|" * len(phases) + "---:|",
+    ]
+    for p in card.problems:
+        lines.append(f"| {md_text(p.problem, 120)} | {_score(p.s)} | "
+                     + " | ".join(_score(p.by_phase.get(ph)) for ph in phases)
+                     + f" | {p.scored_shapes} |")
+    lines += ["", "| Shape | Regime | T_roofline | T_measured | S |",
+              "|---|---|---:|---:|---:|"]
+    for s in card.shapes:
+        if s.scored:
+            lines.append(f"| {md_text(f'{s.problem}/{s.shape}', 160)} | {s.regime or '–'} | "
+                         f"{_secs(s.t_roofline_s)} | {_secs(s.measured_s)} | {_score(s.s)} |")
+    lines.append("")
+    if card.tampering_candidates:
+        lines += ["**Tampering candidates:** "
+                  + md_text(", ".join(card.tampering_candidates)), ""]
+    lines += [f"- {md_text(note)}" for note in card.notes]
+    return [*lines, ""] if card.notes else lines
+
+
 def render_markdown(report: Report) -> str:
     """The report as a short Markdown summary (headline, rates, one table per problem)."""
     env = report.environment
@@ -137,6 +190,8 @@ def render_markdown(report: Report) -> str:
             f"| {verdict_cell(problem.verdict)} | {passed}/{len(problem.shapes)} |"
         )
     lines.append("")
+    if report.scores is not None:
+        lines += _scores_section(report.scores, env.hardware, env.is_performance)
     timed = any(s.timing is not None for p in report.problems for s in p.shapes)
     for problem in report.problems:
         lines += _problem_section(problem, timed)

@@ -8,6 +8,9 @@ scores.py     S per shape, S_i per problem, S_agg per suite and phase: the Score
 metrics.py    speed-up, fast_p, the gate funnel, regimes, cost per solved problem
 leaderboard.py  ranking comparable score cards
 from_report.py  score inputs from a saved report (re-scoring without re-running)
+rescore.py    `grader rescore`: new weights or hardware over a saved report
+compare.py    `grader compare`: one entry on several machines, portability per problem
+release.py    `grader release`: the kit agents get, with nothing hidden in it
 
 See docs/scoring.md.
 """

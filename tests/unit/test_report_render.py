@@ -15,7 +15,7 @@ import pytest
 
 from grader.detect.findings import Finding, Layer, Severity
 from grader.errors import UsageError
-from grader.formats.problem import Phase
+from grader.formats.problem import Phase, Weights
 from grader.report.html import render_html
 from grader.report.junit import render_junit
 from grader.report.markdown import md_text, render_markdown
@@ -33,6 +33,9 @@ from grader.report.model import (
     Trace,
 )
 from grader.report.render import FORMATS, clean_text, load_report, write_reports
+from grader.scoring.hardware import load_hardware
+from grader.scoring.roofline import roofline_values
+from grader.scoring.scores import ScoreInput, score
 from grader.verdicts import Verdict, worst
 
 HOSTILE = "</pre><script>alert('x')</script>{{ 7*7 }}\"'\x00\x01\x07\x1b[31m\ufffe"
@@ -413,3 +416,126 @@ def test_clean_text() -> None:
     assert clean_text("x" * 10, 4) == "xxxx\n[… 6 more characters omitted]"
     assert clean_text("abcdef", 2, tail=True).endswith("\nef")
     assert clean_text("\ud800ok") == "ok"
+
+
+# --- scores (report.scores) ---------------------------------------------------------------
+
+H200 = load_hardware("h200")
+# Roofline time per (problem, shape) of make_report(), seconds; all memory-bound on the H200.
+ROOFS = {("vector_add", "smoke_1k"): 10e-6, ("vector_add", "decode_64k"): 490.25e-6,
+         ("matmul", "smoke_64"): 5e-6, ("matmul", "prefill_4k"): 100e-6,
+         ("rmsnorm", "smoke_128"): 2e-6, ("rmsnorm", "prefill_4k"): 50e-6,
+         ("rmsnorm", "prefill_8k"): 90e-6}
+
+
+def scored_report(*, is_performance: bool = True, hostile: bool = False,
+                  over: bool = False) -> Report:
+    """make_report() with a ScoreCard computed from its shapes (uniform weights, H200).
+
+    Hand-computed: the scored (non-smoke) shapes are vector_add/decode_64k, passed, S =
+    490.25 / 980.5 = 0.5 (reference 2451.25 µs: speed-up 2.5); matmul/prefill_4k fallback, 0;
+    rmsnorm prefill_4k incorrect and prefill_8k timeout, 0. S_i: 0.5, 0, 0; S_agg = 0.5 / 3;
+    prefill 0, decode 0.5. Funnel over 7 shapes: compiled 7, correct 5, native 3, timed 3.
+    """
+    base = make_report(is_performance=is_performance, hostile=hostile)
+    inputs = []
+    for p in base.problems:
+        for s in p.shapes:
+            t = ROOFS[(p.id, s.id)]
+            measured = s.timing.median_us * 1e-6 if s.timing else None
+            if over and s.id == "decode_64k":
+                measured = t / 2  # S = 2: faster than the hardware allows
+            inputs.append(ScoreInput(
+                problem=f"{p.id}{HOSTILE}" if hostile else p.id, shape=s.id, phase=s.phase,
+                smoke=s.smoke, verdict=s.verdict, measured_s=measured,
+                reference_s=2451.25e-6 if s.id == "decode_64k" else None,
+                roofline=roofline_values(0.0, t * 4.8e12, "bf16", H200)))
+    card = score(inputs, Weights(version="w-2026"), agent_tokens=90_000)
+    return base.model_copy(update={"scores": card})
+
+
+def _svg(html: str) -> ET.Element:
+    match = re.search(r'<svg class="chart" id="roofline-chart".*?</svg>', html, re.DOTALL)
+    assert match, "no roofline chart"
+    return ET.fromstring(match.group(0))  # raises unless the SVG is well-formed XML
+
+
+def test_html_shows_the_score_card() -> None:
+    report = scored_report()
+    html = render_html(report)
+    checker = _parse(html)
+    assert checker.problems == [] and checker.stack == []
+    assert 'id="s-agg">0.167<' in html  # 0.5 / 3
+    assert 'id="s-agg-prefill">0.000<' in html and 'id="s-agg-decode">0.500<' in html
+    assert "2.5×" in html  # speed-up geomean
+    assert "fast_1 = 25.0%" in html and "fast_2 = 25.0%" in html  # 1 of 4 scored shapes
+    assert "version w-2026 · mode uniform · normalised · coverage 100.0%" in html
+    for gate, text in [("compiled", "7/7 · 100.0%"), ("correct", "5/7 · 71.4%"),
+                       ("native", "3/7 · 42.9%"), ("timed", "3/7 · 42.9%")]:
+        assert f"<div>{gate}</div><div class=\"num\">{text}</div>" in html
+    shape_table = html.split('id="shape-scores"')[1].split("</table>")[0]
+    assert "vector_add/decode_64k" in shape_table and "490 µs" in shape_table
+    assert "980 µs" in shape_table and "<strong>0.500</strong>" in shape_table
+    assert "memory" in shape_table and "not scored" in shape_table  # smoke shapes
+    assert "every problem weighted equally" in html  # the card's notes
+    assert "1 solved · 90,000 tokens" in html  # cost per solved problem
+    assert 'id="scores-not-performance"' not in html
+
+
+def test_html_roofline_chart_is_well_formed_svg() -> None:
+    html = render_html(scored_report())
+    svg = _svg(html)
+    assert svg.tag == "svg"
+    labels = [t.text for t in svg.iter("text")]
+    # one row per scored shape with a roofline; a dot only where there is a measured time
+    for row in ("vector_add/decode_64k", "matmul/prefill_4k", "rmsnorm/prefill_4k",
+                "rmsnorm/prefill_8k"):
+        assert row in labels
+    assert "S=0.5" in labels and "fallback" in labels and "timeout" in labels
+    assert len(list(svg.iter("circle"))) == 1 + 2  # legend + two measured shapes
+    assert "10 µs" in labels and "1 ms" in labels  # decade ticks of the log axis
+    xs = [float(c.get("cx", "nan")) for c in svg.iter("circle")]
+    assert all(0 <= x <= float(svg.get("width", "0")) for x in xs)
+
+
+def test_html_scores_not_performance_label() -> None:
+    html = render_html(scored_report(is_performance=False))
+    assert 'id="scores-not-performance"' in html and "Not performance" in html
+    assert "not a performance number" in html
+
+
+def test_html_over_roofline_is_shown_as_a_tampering_candidate() -> None:
+    html = render_html(scored_report(over=True))
+    assert 'id="tampering-candidates"' in html and "vector_add/decode_64k" in html
+    assert "over_roofline" in html and 'id="s-agg">0.667<' in html  # S = 2, not capped
+    _svg(html)
+
+
+def test_html_scores_escape_hostile_ids() -> None:
+    html = render_html(scored_report(hostile=True))
+    checker = _parse(html)
+    assert checker.problems == [] and checker.tags["script"] == 0
+    assert "alert('x')" not in html and "\x00" not in html
+    _svg(html)
+
+
+def test_html_without_scores_has_no_score_section() -> None:
+    html = render_html(make_report())
+    assert 'id="scores"' not in html and "roofline-chart" not in html
+
+
+def test_markdown_shows_the_score_card() -> None:
+    md = render_markdown(scored_report())
+    assert "**S_agg 0.167** · prefill 0.000 · decode 0.500" in md
+    assert "Weights w-2026 (uniform, normalised, coverage 100.0%)" in md
+    assert "speed-up geomean 2.5×" in md and "fast_2 25.0%" in md
+    assert "compiled 7/7 (100.0%) → correct 5/7 (71.4%) → native 3/7 (42.9%)" in md
+    assert "| vector\\_add | 0.500 | – | 0.500 | 1 |" in md
+    assert "| vector\\_add/decode\\_64k | memory | 490 µs | 980 µs | 0.500 |" in md
+    assert "Not performance" not in md
+    assert "Not performance" in render_markdown(scored_report(is_performance=False))
+    hostile = render_markdown(scored_report(hostile=True))
+    assert "<script" not in hostile and "\x00" not in hostile
+    for line in hostile.splitlines():
+        if line.startswith("|"):
+            assert len(re.split(r"(?<!\\)\|", line)) in (6, 7, 8), line

@@ -1,0 +1,147 @@
+"""`grader compare REPORT...`: one entry on several pieces of hardware.
+
+The first report is the baseline A; for every other report B, the **portability** of a problem
+is `S_i(B) / S_i(A)`: the share of A's roofline attainment the same kernels keep on B (as
+KernelGenBench's multi-chip study reports). 1 means the kernel is as close to B's speed of light
+as to A's. A ratio is none when either score is none, or A's is 0 (nothing to keep).
+
+Only the same entry is compared: the same bundle (by sha256), suite, weights version, policy and
+scoring options. Anything else is refused unless `allow_mixed`, and then the result says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grader.errors import UsageError
+from grader.formats.problem import Phase
+from grader.report.model import Report
+from grader.scoring._model import Frozen
+from grader.scoring.scores import PHASES
+
+# What must agree between the reports of one comparison.
+SAME = ("bundle_sha256", "suite", "weights_version", "policy", "options")
+
+
+class Run(Frozen):
+    """One report's context and scores."""
+
+    label: str  # the hardware profile, numbered if it appears twice
+    hardware: str
+    device: str
+    is_performance: bool
+    s_agg: float | None
+    s_agg_by_phase: dict[Phase, float | None]
+
+
+class ProblemRow(Frozen):
+    problem: str
+    s: list[float | None]  # S_i per run, in the order of `runs`
+    portability: list[float | None]  # S_i(run) / S_i(baseline) per run; the baseline's is 1
+
+
+class Comparison(Frozen):
+    submission: str
+    baseline: str  # label of the first run
+    runs: list[Run]
+    problems: list[ProblemRow]
+    s_agg_ratio: list[float | None]  # S_agg(run) / S_agg(baseline) per run
+    s_agg_ratio_by_phase: dict[Phase, list[float | None]]
+    mixed: bool
+    context: dict[str, list[str]]  # each field of SAME: the distinct values seen
+    notes: list[str]
+
+
+def ratio(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base == 0:
+        return None
+    return value / base
+
+
+def _context(report: Report) -> dict[str, str]:
+    card = report.scores
+    assert card is not None
+    options = card.options
+    return {
+        "bundle_sha256": report.submission.bundle_sha256, "suite": report.suite.id,
+        "weights_version": card.weights_version, "policy": report.environment.policy,
+        "options": f"fallback_scores={options.fallback_scores} "
+                   f"include_smoke={options.include_smoke}",
+    }
+
+
+def _labels(reports: Sequence[Report]) -> list[str]:
+    names = [r.environment.hardware for r in reports]
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if names.count(name) == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparison:
+    """Per-problem portability and the S_agg ratio of `reports[1:]` against `reports[0]`."""
+    if len(reports) < 2:
+        raise UsageError("compare needs at least two reports",
+                         hint="pass the same entry's reports from two or more machines")
+    unscored = [i + 1 for i, r in enumerate(reports) if r.scores is None]
+    if unscored:
+        raise UsageError(f"report(s) {unscored} have no scores",
+                         hint="re-score them with `grader rescore`")
+    contexts = [_context(r) for r in reports]
+    context = {f: sorted({c[f] for c in contexts}) for f in SAME}
+    differing = {f: v for f, v in context.items() if len(v) > 1}
+    if differing and not allow_mixed:
+        what = "; ".join(f"{f}: {', '.join(v)}" for f, v in differing.items())
+        raise UsageError(f"the reports are not the same entry scored the same way ({what})",
+                         hint="compare one bundle's reports of one suite, weights version and "
+                              "policy, or pass --allow-mixed")
+    cards = [r.scores for r in reports if r.scores is not None]
+    labels = _labels(reports)
+    runs = [Run(label=label, hardware=r.environment.hardware, device=r.environment.device,
+                is_performance=r.environment.is_performance, s_agg=c.s_agg,
+                s_agg_by_phase=dict(c.s_agg_by_phase))
+            for label, r, c in zip(labels, reports, cards, strict=True)]
+    per_run = [{p.problem: p.s for p in c.problems} for c in cards]
+    names = list(dict.fromkeys(p for scores in per_run for p in scores))
+    rows = []
+    for name in names:
+        s = [scores.get(name) for scores in per_run]
+        rows.append(ProblemRow(problem=name, s=s, portability=[ratio(v, s[0]) for v in s]))
+    notes = []
+    if not all(r.is_performance for r in runs):
+        notes.append("some runs are not performance runs (CPU interpreter): their scores only "
+                     "exercise the arithmetic")
+    if len(set(r.hardware for r in runs)) < len(runs):
+        notes.append("the same hardware appears more than once: a ratio there measures "
+                     "run-to-run noise, not portability")
+    if differing:
+        notes.append("mixed: " + ", ".join(differing) + " differ between the reports")
+    base = runs[0]
+    return Comparison(
+        submission=reports[0].submission.name, baseline=base.label, runs=runs, problems=rows,
+        s_agg_ratio=[ratio(r.s_agg, base.s_agg) for r in runs],
+        s_agg_ratio_by_phase={ph: [ratio(r.s_agg_by_phase.get(ph), base.s_agg_by_phase.get(ph))
+                                   for r in runs] for ph in PHASES},
+        mixed=bool(differing), context=context, notes=notes,
+    )
+
+
+def comparison_text(cmp: Comparison) -> str:
+    """A plain table: S_i per run, then portability against the baseline."""
+    def cell(v: float | None) -> str:
+        return f"{'-' if v is None else f'{v:.3f}':>12}"
+
+    head = f"{'':<24}" + "".join(f"{r.label[:12]:>12}" for r in cmp.runs)
+    lines = [f"submission {cmp.submission}; baseline {cmp.baseline}", "", "S_i", head]
+    lines += [f"{p.problem[:24]:<24}" + "".join(cell(v) for v in p.s) for p in cmp.problems]
+    lines += [f"{'S_agg':<24}" + "".join(cell(r.s_agg) for r in cmp.runs), "",
+              f"portability (S on run / S on {cmp.baseline})", head]
+    lines += [f"{p.problem[:24]:<24}" + "".join(cell(v) for v in p.portability)
+              for p in cmp.problems]
+    lines.append(f"{'S_agg':<24}" + "".join(cell(v) for v in cmp.s_agg_ratio))
+    for ph, values in cmp.s_agg_ratio_by_phase.items():
+        lines.append(f"{'S_agg ' + ph:<24}" + "".join(cell(v) for v in values))
+    lines += [f"note: {n}" for n in cmp.notes]
+    return "\n".join(lines) + "\n"

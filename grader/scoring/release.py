@@ -1,0 +1,225 @@
+"""`grader release SUITE -o kit.tar`: the package agents get, and nothing hidden.
+
+What an agent may see of a problem: its id, operator, description, dtypes, tolerances, the
+signature and source of its reference, and its **public shapes**, which are its **smoke shapes**
+(problem.toml has no other "public" mark, and smoke shapes are the small ones CI grades). Every
+non-smoke shape is hidden: those are the shapes that are scored. Never in the kit: weights.toml,
+the `flops`/`bytes` expressions or any roofline number, `[hidden]` provenance and notes, hidden
+shape ids and params, seeds. problem.toml is never copied (its comments may talk about hidden
+shapes): the spec is written anew from the public fields.
+
+`build_kit` refuses (ProblemError) when a published text (a description, a reference.py)
+mentions a hidden value, so a careless comment cannot leak a scored shape.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tarfile
+from collections.abc import Mapping
+
+from grader.errors import ProblemError
+from grader.formats.problem import Problem, Shape
+from grader.scoring.expr import evaluate
+from grader.suite import ProblemBundle, Suite
+
+SPEC_NAME = "spec.toml"
+# Integers this small appear in any text (loop bounds, list indices); they carry no secret.
+_SMALL_INT = 100
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def public_shapes(problem: Problem) -> list[Shape]:
+    return [s for s in problem.shapes if s.smoke]
+
+
+def _toml_str(value: str) -> str:
+    # A JSON string is a valid TOML basic string (same escapes, \uXXXX included).
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return _toml_str(str(value))
+
+
+def signature(reference_source: str, problem_id: str) -> str:
+    """`kernel(...)` with the arguments of the reference's `reference(...)`, read with ast."""
+    try:
+        tree = ast.parse(reference_source)
+    except SyntaxError as exc:
+        raise ProblemError(f"problem {problem_id}: reference.py does not parse: {exc}") from None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "reference":
+            ret = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+            return f"kernel({ast.unparse(node.args)}){ret}"
+    raise ProblemError(f"problem {problem_id}: reference.py has no def reference(...)")
+
+
+def spec_text(problem: Problem, reference_source: str) -> str:
+    """The public spec of one problem, as TOML."""
+    lines = [
+        "# Public specification of one problem. Your kernel is graded on these shapes and on",
+        "# further, larger hidden shapes of the same operator.",
+        f"id = {_toml_str(problem.id)}",
+        f"operator = {_toml_str(problem.operator)}",
+        f"signature = {_toml_str(signature(reference_source, problem.id))}",
+        f"description = {_toml_str(problem.description.strip())}",
+        f"dtypes = [{', '.join(_toml_str(d) for d in problem.dtypes)}]",
+    ]
+    for dtype in problem.dtypes:
+        tol = problem.tolerance_for(dtype)
+        lines += ["", f"[tolerance.{dtype}]", f"atol = {tol.atol!r}", f"rtol = {tol.rtol!r}"]
+    for shape in public_shapes(problem):
+        params = ", ".join(f"{k} = {_toml_value(v)}" for k, v in shape.params.items())
+        lines += ["", "[[shapes]]", f"id = {_toml_str(shape.id)}",
+                  f"phase = {_toml_str(shape.phase)}", f"params = {{ {params} }}"]
+    return "\n".join(lines) + "\n"
+
+
+def submission_template(suite: Suite) -> str:
+    lines = [
+        "# Fill in and bundle with your kernels: tar -cf submission.tar submission.toml kernels/",
+        "[submission]",
+        'name = "your-team/your-entry"',
+        f"suite = {_toml_str(suite.id)}",
+        'dsl = "triton"',
+        "",
+        "[submission.agent]          # optional: what producing the entry cost",
+        'model = "model-name"',
+        "# output_tokens = 0",
+        "# wall_s = 0.0",
+    ]
+    for pid in suite.problems:
+        lines += ["", f"[problems.{pid}]", f'file = "kernels/{pid}.py"']
+    return "\n".join(lines) + "\n"
+
+
+def readme(suite: Suite) -> str:
+    rows = "\n".join(f"| `{b.id}` | {b.problem.operator} | {', '.join(b.problem.dtypes)} | "
+                     f"{len(public_shapes(b.problem))} |" for b in suite.problems.values())
+    return f"""# Suite `{suite.id}` {suite.info.version}: kit for entrants
+
+{suite.info.description.strip()}
+
+## What to write
+
+For each problem, `kernels/<problem>.py` defining `kernel(...)` with the arguments of the
+problem's `reference(...)` (see `signature` in its `spec.toml`), returning the same tensors
+(dtypes and shapes). Outputs must match the reference within the tolerance of the output
+dtype: `|out - ref| <= atol + rtol * |ref|` element-wise; NaN or Inf never passes.
+
+Then fill in `submission.toml` and bundle: `tar -cf submission.tar submission.toml kernels/`.
+
+## What is here
+
+- `problems/<problem>/{SPEC_NAME}`: id, operator, signature, description, dtypes,
+  tolerances and the public shapes (with their params, passed to `make_inputs`).
+- `problems/<problem>/reference.py`: `reference(*inputs)`, the semantics to match, and
+  `make_inputs(seed, device, **params)`, how inputs are built.
+- `submission.toml`: a manifest template naming one kernel file per problem.
+
+## How it is graded
+
+The public shapes are small (CI runs them on a CPU, through Triton's interpreter). Your entry
+is also graded on hidden shapes, with secret seeds. A shape passes when the output is correct
+**and** the work ran in your own kernels (delegating to PyTorch or a vendor library is a
+fallback). Passed shapes are scored against the hardware's roofline (the time the operator's
+FLOPs and bytes need at peak); problems are weighted by their share of production GPU time.
+
+| problem | operator | dtypes | public shapes |
+|---|---|---|---:|
+{rows}
+"""
+
+
+def _problem_files(bundle: ProblemBundle) -> dict[str, bytes]:
+    source = (bundle.directory / "reference.py").read_bytes()
+    spec = spec_text(bundle.problem, source.decode("utf-8"))
+    return {f"problems/{bundle.id}/{SPEC_NAME}": spec.encode(),
+            f"problems/{bundle.id}/reference.py": source}
+
+
+def kit_files(suite: Suite) -> dict[str, bytes]:
+    """Every member of the kit, by name relative to the kit's top folder."""
+    files = {"README.md": readme(suite).encode(),
+             "submission.toml": submission_template(suite).encode()}
+    for bundle in suite.problems.values():
+        files.update(_problem_files(bundle))
+    return files
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(m) for m in _NUMBER.findall(text)}
+
+
+def hidden_values(suite: Suite) -> tuple[set[str], set[float]]:
+    """What must not appear in the kit: (strings, numbers). Numbers that public shapes also
+    use, and small integers, are left out: their presence proves nothing."""
+    strings = {suite.weights.source, suite.weights.version} - {suite.info.version}
+    numbers = {w.weight for w in suite.weights.weights}
+    public: set[float] = set()
+    public_strings: set[str] = set()
+    for b in suite.problems.values():
+        p = b.problem
+        strings |= {p.hidden.provenance, p.hidden.notes}
+        # An expression that is a bare name (`flops = "n"`) is only a public param's name.
+        strings |= {e for x in (p.flops, p.bytes) for e in (x, "".join(x.split()))
+                    if not x.isidentifier()}
+        public_strings |= set(p.dtypes)
+        for s in p.shapes:
+            values = {float(v) for v in s.params.values()
+                      if isinstance(v, int | float) and not isinstance(v, bool)}
+            texts = {v for v in s.params.values() if isinstance(v, str)}
+            numbers |= {evaluate(p.flops, s.params), evaluate(p.bytes, s.params)}
+            if s.smoke:
+                public |= values
+                public_strings |= texts
+            else:
+                strings |= {s.id, *texts}
+                numbers |= values
+    numbers = {n for n in numbers - public if not (n == int(n) and abs(n) < _SMALL_INT)}
+    return {s for s in strings - public_strings if s.strip()}, numbers
+
+
+def leaks(files: Mapping[str, bytes], hidden: tuple[set[str], set[float]]) -> list[str]:
+    """`name: value` for every hidden string or number found in a member."""
+    strings, numbers = hidden
+    found = []
+    for name, data in files.items():
+        text = data.decode("utf-8", errors="replace")
+        for s in sorted(strings):
+            if re.search(rf"(?<![\w]){re.escape(s)}(?![\w])", text):
+                found.append(f"{name}: {s!r}")
+        found += [f"{name}: {n:g}" for n in sorted(_numbers(text) & numbers)]
+    return found
+
+
+def _tar(files: Mapping[str, bytes], top: str) -> bytes:
+    """A deterministic tar: sorted regular files, relative names, no owner, no time."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mode, info.mtime = len(files[name]), 0o644, 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(files[name]))
+    return buf.getvalue()
+
+
+def build_kit(suite: Suite) -> bytes:
+    """The kit's tar bytes; ProblemError if a published text would leak a hidden value."""
+    files = kit_files(suite)
+    found = leaks(files, hidden_values(suite))
+    if found:
+        raise ProblemError(f"suite {suite.id}: the kit would leak hidden values: "
+                           + "; ".join(found[:10]),
+                           hint="remove them from the description or reference.py")
+    return _tar(files, suite.id)
