@@ -1,16 +1,28 @@
-"""Participants' side of bundles: pack a folder, check a bundle statically."""
+"""Participants' side of bundles: pack a folder, check a bundle before uploading it.
+
+`check_bundle` runs what the grader will run first, without Docker or a GPU: the intake
+(the same code and limits as `grader run`), the static analysis, and a look at the layout
+and the suite. `render_check` turns the result into the lines `grader bundle check` prints.
+"""
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import stat
 import tarfile
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.detect.findings import Finding
-from grader.errors import UsageError
-from grader.intake import MANIFEST, Submission, open_bundle
+from grader.detect.findings import Finding, Severity
+from grader.errors import FindingsGate, GraderError, UsageError
+from grader.intake import MANIFEST, IntakeLimits, Submission, open_bundle
+
+# Findings of these severities decide a verdict other than `passed` (see docs/detection.md).
+BLOCKING: frozenset[Severity] = frozenset(
+    {Severity.FALLBACK, Severity.VIOLATION, Severity.TAMPERING})
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -21,29 +33,191 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
+def _regular(path: Path, *, directory: bool = False) -> None:
+    """Refuse links and special files: in CI the folder is an untrusted pull request, and a
+    link (kernels/x.py -> ~/.ssh/id_rsa) would pack a file of the runner into the bundle,
+    where the entry could print it into the report; a FIFO would hang the packing."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    ok = stat.S_ISDIR(mode) if directory else stat.S_ISREG(mode)
+    if not ok:
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+        raise UsageError(f"{path}: {kind}; a bundle holds only regular files under kernels/",
+                         hint="replace it with a plain copy of the file")
+
+
 def create_bundle(directory: Path, output: Path) -> Submission:
-    """Pack the manifest and the kernels it names, then read the result back through intake."""
+    """Pack the manifest and the kernels, then read the result back through intake.
+
+    The tar is written beside `output` and renamed into place only once intake accepts it,
+    so a refused folder never leaves a bundle behind that looks ready to upload.
+    """
     manifest = directory / MANIFEST
     if not manifest.is_file():
-        raise UsageError(f"{manifest}: missing", hint="see docs/formats.md")
+        raise UsageError(f"{manifest}: missing; a submission folder holds {MANIFEST} and "
+                         "kernels/*.py", hint="see docs/formats.md (Submission bundle)")
     kernels = sorted((directory / "kernels").glob("*.py"))
-    with tarfile.open(output, "w", format=tarfile.PAX_FORMAT) as tar:
-        _add(tar, MANIFEST, manifest.read_bytes())
-        for k in kernels:
-            _add(tar, f"kernels/{k.name}", k.read_bytes())
-    with tempfile.TemporaryDirectory() as tmp:
-        return open_bundle(output, Path(tmp) / "check")
+    for path in [directory / "kernels", manifest, *kernels]:
+        _regular(path, directory=path.name == "kernels")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=".bundle-", suffix=".tar", dir=output.parent)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot write the bundle: {exc.strerror or exc}",
+                         hint="choose a writable -o path") from None
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w",
+                                                      format=tarfile.PAX_FORMAT) as tar:
+            _add(tar, MANIFEST, manifest.read_bytes())
+            for k in kernels:
+                _add(tar, f"kernels/{k.name}", k.read_bytes())
+        with tempfile.TemporaryDirectory() as work:
+            sub = open_bundle(tmp, Path(work) / "check")
+        tmp.replace(output)
+        return sub
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def static_check(bundle: Path, policy_name: str) -> dict[str, list[Finding]]:
+    return check_bundle(bundle, policy_name, suite_roots=None).findings
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelFile:
+    problem: str
+    file: str
+    size: int
+    lines: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class BundleCheck:
+    """What `grader bundle check` found; the bundle itself was accepted by intake."""
+
+    bundle: Path
+    name: str
+    suite: str
+    dsl: str
+    compressed_bytes: int
+    members: int
+    unpacked_bytes: int
+    largest_member: int
+    limits: IntakeLimits
+    kernels: list[KernelFile]
+    findings: dict[str, list[Finding]]
+    unused_files: list[str] = field(default_factory=list)  # in kernels/, named by no problem
+    suite_found: bool = False
+    missing: list[str] = field(default_factory=list)  # suite problems without a kernel
+    ignored: list[str] = field(default_factory=list)  # kernels for problems not in the suite
+
+    @property
+    def blocking(self) -> list[tuple[str, Finding]]:
+        return [(f, x) for f, items in self.findings.items() for x in items
+                if x.severity in BLOCKING]
+
+
+def check_bundle(bundle: Path, policy_name: str,
+                 suite_roots: list[Path] | None) -> BundleCheck:
+    """Intake, layout and static analysis of `bundle`; suite coverage if `suite_roots`.
+
+    A refused bundle raises its BundleError (exit codes 10-15), exactly as `grader run` would.
+    """
     from grader.detect.policy import load_policy
     from grader.detect.static import analyze
 
     pol = load_policy(policy_name)
+    limits = IntakeLimits()
     tmp = Path(tempfile.mkdtemp(prefix="grader-check-"))
     try:
-        sub = open_bundle(bundle, tmp / "b")
-        return {sub.manifest.problems[pid].file: analyze(src, sub.manifest.problems[pid].file, pol)
-                for pid, src in sub.kernel_sources().items()}
+        sub = open_bundle(bundle, tmp / "b", limits)
+        files = {p.relative_to(sub.root).as_posix(): p.stat().st_size
+                 for p in sub.root.rglob("*") if p.is_file()}
+        sources = sub.kernel_sources()
+        entries = sub.manifest.problems
+        kernels = [KernelFile(problem=pid, file=e.file, size=files[e.file],
+                              lines=len(sources[pid].splitlines()))
+                   for pid, e in entries.items()]
+        findings = {entries[pid].file: analyze(src, entries[pid].file, pol)
+                    for pid, src in sources.items()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    named = {e.file for e in entries.values()} | {MANIFEST}
+    info = sub.manifest.submission
+    found, missing, ignored = _coverage(info.suite, list(entries), suite_roots)
+    return BundleCheck(
+        bundle=bundle, name=info.name, suite=info.suite, dsl=info.dsl,
+        compressed_bytes=bundle.stat().st_size, members=len(files),
+        unpacked_bytes=sum(files.values()), largest_member=max(files.values(), default=0),
+        limits=limits, kernels=kernels, findings=findings,
+        unused_files=sorted(set(files) - named), suite_found=found, missing=missing,
+        ignored=ignored)
+
+
+def _coverage(suite_name: str, problems: list[str],
+              roots: list[Path] | None) -> tuple[bool, list[str], list[str]]:
+    from grader.suite import find_suite
+
+    if roots is None:
+        return False, [], []
+    try:
+        suite = find_suite(suite_name, roots)
+    except GraderError:  # participants may not have the suite; coverage is a courtesy
+        return False, [], []
+    return (True, [p for p in suite.problems if p not in problems],
+            sorted(set(problems) - set(suite.problems)))
+
+
+def _size(n: int) -> str:
+    if n < 10_000:
+        return f"{n} B"
+    return f"{n / 1024:.0f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+def render_check(c: BundleCheck) -> list[str]:
+    """The lines `grader bundle check` prints (pure, for tests)."""
+    lim = c.limits
+    out = [f"bundle: {c.bundle} ({_size(c.compressed_bytes)})",
+           f"submission: {c.name!r} for suite {c.suite}, dsl {c.dsl}",
+           f"layout: {c.members} file(s) of at most {lim.max_members}; "
+           f"{_size(c.unpacked_bytes)} unpacked of at most {_size(lim.max_total_bytes)}; "
+           f"largest {_size(c.largest_member)} of at most {_size(lim.max_member_bytes)}"]
+    for k in c.kernels:
+        out.append(f"  {k.problem:<24} {k.file:<40} {k.lines:>5} lines {_size(k.size):>8}")
+    for name in c.unused_files:
+        out.append(f"  note: {name} is named by no problem in {MANIFEST}; it is shipped but "
+                   "never graded on its own")
+    if c.suite_found:
+        if c.missing:
+            out.append(f"suite {c.suite}: no kernel for {', '.join(c.missing)} (graded "
+                       "`missing`)")
+        if c.ignored:
+            out.append(f"suite {c.suite}: not in the suite, ignored: {', '.join(c.ignored)}")
+        if not c.missing and not c.ignored:
+            out.append(f"suite {c.suite}: every problem has a kernel")
+    else:
+        out.append(f"suite {c.suite}: not found here; problem coverage not checked")
+    total = 0
+    for fname, items in c.findings.items():
+        for f in items:
+            total += 1
+            out.append(f"{fname}:{f.line or 0}: {f.severity.value:<9} {f.rule} {f.message}")
+    out.append(f"static analysis: {total} finding(s), {len(c.blocking)} blocking "
+               f"({'/'.join(sorted(s.value for s in BLOCKING))})")
+    return out
+
+
+def gate(c: BundleCheck) -> None:
+    """Raise FindingsGate when a blocking static finding exists."""
+    if not c.blocking:
+        return
+    fname, first = c.blocking[0]
+    raise FindingsGate(
+        f"{c.bundle}: {len(c.blocking)} static finding(s) would keep kernels from `passed`, "
+        f"first {fname}:{first.line or 0} {first.rule} ({first.severity.value}): "
+        f"{first.message}",
+        hint="rewrite that code in the submission's DSL (docs/detection.md explains each "
+        "rule); the grader would grade those shapes fallback, policy_violation or tampering")

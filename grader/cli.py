@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from grader import __version__
 from grader.errors import GraderError
+from grader.progress import LOG_FORMATS
+
+if TYPE_CHECKING:
+    from grader.verdicts import Verdict
 
 FORMATS = ("json", "html", "md", "junit")
 
 
-def _verdict_set(value: str) -> frozenset:  # type: ignore[type-arg]
+def _verdict_set(value: str) -> frozenset[Verdict]:
     from grader.verdicts import Verdict
 
     names = [v.strip() for v in value.split(",") if v.strip()]
@@ -71,21 +76,28 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
 @click.option("--hardware", default="auto", show_default=True,
               help="Hardware profile for the roofline; auto: matched to the GPU's name.")
-@click.option("--gpu", type=click.IntRange(0, 63), default=0, show_default=True,
-              help="Index of the GPU to grade on.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@click.option("--gpu", "gpus", type=click.IntRange(0, 63), multiple=True, default=[0],
+              show_default=True, help="GPU to grade on; repeat for one worker per GPU.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="--device cpu: problems graded at once.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress lines (human ones show only when stderr is a terminal).")
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
+              show_default=True, help="Progress on stderr: human (only on a terminal) or "
+              "json (one object per line: event, problem, stage, elapsed_s, eta_s, ts).")
 def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str, device: str,
         shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
-        formats: tuple[str, ...], fail_on: frozenset, seed_secret: str | None,  # type: ignore[type-arg]
-        runtime: str, python: str | None, cuda_base: str | None, hardware: str, gpu: int,
-        quiet: bool) -> None:
+        formats: tuple[str, ...], fail_on: frozenset[Verdict], seed_secret: str | None,
+        runtime: str, python: str | None, cuda_base: str | None, hardware: str,
+        gpus: tuple[int, ...], jobs: int, quiet: bool, log_format: str) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
     req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
                      timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
-                     quiet=quiet, runtime=runtime, python=python, cuda_base=cuda_base, gpu=gpu,
+                     quiet=quiet, log_format=log_format, runtime=runtime, python=python,
+                     cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpus)), jobs=jobs,
                      hardware=hardware)
     grade_bundle(req)
 

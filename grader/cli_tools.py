@@ -1,17 +1,21 @@
-"""The command groups beside `run`: images, doctor, policy, check, bundle."""
+"""The command groups beside `run`: images, doctor, policy, check, bundle, init."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from grader.paths import PROBLEM_BUNDLES
 
+if TYPE_CHECKING:
+    from grader.imaging import RuntimeConfig
 
-def _runtime_cfg(cuda_base: str | None, kind: str):  # type: ignore[no-untyped-def]
+
+def _runtime_cfg(cuda_base: str | None, kind: str) -> RuntimeConfig:
     from grader.imaging import RuntimeConfig
 
     return RuntimeConfig(kind=kind, **({"cuda_base": cuda_base} if cuda_base else {}))  # type: ignore[arg-type]
@@ -36,7 +40,9 @@ def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str 
         s = find_suite(suite, [PROBLEM_BUNDLES])
         pid = problem_id or next(iter(s.problems))
         if pid not in s.problems:
-            raise click.BadParameter(f"{pid!r} is not a problem of {s.id}")
+            raise click.BadParameter(f"{pid!r} is not a problem of suite {s.id}; choose "
+                                     f"one of {', '.join(s.problems)}",
+                                     param_hint="--problem")
         runtime = runtime_plan(_runtime_cfg(cuda_base, "cpu"), download=False).tag
         plan = problem_plan(runtime, s.id, s.problems[pid])
     else:
@@ -97,6 +103,8 @@ def doctor() -> None:
     for c in checks:
         click.echo(f"{'ok ' if c.ok else 'NO '} {c.name:<18} {c.detail}")
     if not all(c.ok for c in checks if c.name in ("docker",)):
+        click.echo("error: no usable Docker engine, so nothing can be graded here\n"
+                   "  hint: start dockerd (scripts/setup.sh does) or set DOCKER_HOST", err=True)
         sys.exit(1)
 
 
@@ -164,6 +172,44 @@ def bundle_create(directory: Path, output: Path) -> None:
                f"{sub.manifest.submission.suite}")
 
 
+@bundle.command("check")
+@click.argument("bundle_path", metavar="BUNDLE",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--policy", "policy_name", default="triton", show_default=True)
+@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+              help="Folder(s) holding suites, for the coverage check (default: the "
+              "checkout's problem_bundles/).")
+def bundle_check(bundle_path: Path, policy_name: str, suite_roots: tuple[Path, ...]) -> None:
+    """Check BUNDLE before uploading it: intake, layout and size, suite coverage, static
+    analysis. Exit 0 when it would be accepted with no blocking finding; 4 when a static
+    finding (fallback, violation, tampering) would keep kernels from `passed`; 10-15 when
+    intake refuses it (see docs/cli.md)."""
+    from grader.bundle_tools import check_bundle, gate, render_check
+
+    result = check_bundle(bundle_path, policy_name, list(suite_roots) or [PROBLEM_BUNDLES])
+    for line in render_check(result):
+        click.echo(line)
+    gate(result)
+    click.echo("ok: the grader would accept this bundle")
+
+
+@click.command("init")
+@click.argument("problem_id")
+@click.option("--suite", "suite_dir", required=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="The suite folder (problem_bundles/<suite>) to create the problem in.")
+def init(problem_id: str, suite_dir: Path) -> None:
+    """Scaffold a new problem: SUITE/PROBLEM_ID/problem.toml and reference.py, valid as
+    written (one smoke shape), with TODOs to fill. Refuses to overwrite anything."""
+    from grader.init_problem import scaffold
+
+    made = scaffold(problem_id, suite_dir)
+    for path in made.files:
+        click.echo(f"created {path}")
+    for step in made.next_steps:
+        click.echo(f"next: {step}")
+
+
 def register(cli: click.Group) -> None:
-    for cmd in (images, doctor, policy, check, bundle):
+    for cmd in (images, doctor, policy, check, bundle, init):
         cli.add_command(cmd)

@@ -80,6 +80,12 @@ class ImageBuildError(InfraError):
     exit_code = 32
 
 
+class FindingsGate(GraderError):
+    """`grader bundle check`: the bundle is readable, but static findings would block it."""
+
+    exit_code = 4
+
+
 class VerdictGate(GraderError):
     """Grading finished, but a verdict named in --fail-on occurred."""
 
@@ -92,6 +98,7 @@ EXIT_CODES: dict[str, int] = {
         GraderError,
         UsageError,
         VerdictGate,
+        FindingsGate,
         BundleError,
         BundleUnreadable,
         UnsafeMember,

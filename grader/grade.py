@@ -158,6 +158,7 @@ class Grader:
                                         tracer=self.detector,
                                         max_output_bytes=limits.output_bytes)
         verdict = worst([r.verdict for r in results])
+        self.progress(f"{bundle.id}: done ({verdict})")
         return ProblemResult(**base, verdict=verdict, shapes=results, findings=static,
                              kernel_file=rel, image=image.tag, wall_s=time.monotonic() - t0,
                              detail=verdict.message, stderr_excerpt=tail(entry.exit.logs),

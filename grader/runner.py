@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -11,13 +13,16 @@ import click
 from grader.config import RunConfig
 from grader.detect.policy import load_policy
 from grader.detection import Detector
-from grader.errors import UsageError, VerdictGate
+from grader.errors import GraderError, UsageError, VerdictGate
 from grader.grade import Grader
 from grader.imaging import RuntimeConfig
+from grader.intake import open_bundle
 from grader.paths import PROBLEM_BUNDLES
+from grader.progress import Progress
 from grader.report.model import Report
 from grader.report.render import write_reports
 from grader.sandbox.docker_engine import DockerEngine
+from grader.suite import find_suite
 from grader.verdicts import Verdict
 
 
@@ -36,10 +41,12 @@ class RunRequest:
     fail_on: frozenset[Verdict] = frozenset()
     seed_secret: str | None = None
     quiet: bool = False
+    log_format: str = "human"  # human | json (see grader.progress)
     runtime: str = "cpu"  # cpu | cuda | host
     python: str | None = None  # interpreter inside the container (cuda, host)
     cuda_base: str | None = None
-    gpu: int = 0
+    gpus: tuple[int, ...] = (0,)  # --device cuda: one worker per GPU
+    jobs: int = 1  # --device cpu: problems graded at once
     hardware: str = "auto"
 
 
@@ -49,7 +56,9 @@ def to_config(req: RunRequest) -> RunConfig:
         try:
             secret = bytes.fromhex(req.seed_secret)
         except ValueError:
-            raise UsageError("--seed-secret must be hexadecimal") from None
+            raise UsageError("--seed-secret: not hexadecimal",
+                             hint="pass the contents of the seed.secret file a run wrote "
+                             "(hex digits), or leave it out for a fresh secret") from None
     cfg = RunConfig(bundle=req.bundle, out_dir=req.out_dir,
                     suite_roots=req.suite_roots or (PROBLEM_BUNDLES,), policy=req.policy,
                     device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
@@ -58,7 +67,8 @@ def to_config(req: RunRequest) -> RunConfig:
     python = req.python or (sys.executable if req.runtime == "host" else "python3")
     runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]
                             **({"cuda_base": req.cuda_base} if req.cuda_base else {}))
-    cfg = replace(cfg, runtime=runtime, gpu_index=req.gpu, hardware=req.hardware)
+    cfg = replace(cfg, runtime=runtime, gpus=req.gpus, jobs=req.jobs,
+                  hardware=req.hardware)
     if req.device == "cuda":
         # A CUDA context, torch and Triton's compiler need far more than the CPU defaults.
         cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=32 << 30,
@@ -66,7 +76,10 @@ def to_config(req: RunRequest) -> RunConfig:
                       reference_limits=replace(cfg.reference_limits, memory_bytes=64 << 30,
                                                pids=1024, cpus=4.0))
     if req.runtime == "cpu" and req.device == "cuda":
-        raise UsageError("--device cuda needs --runtime cuda or --runtime host")
+        raise UsageError("--device cuda with --runtime cpu: the cpu runtime image has no "
+                         "CUDA build of torch",
+                         hint="add --runtime host (the host's CUDA stack, read-only) or "
+                         "--runtime cuda (an image FROM --cuda-base)")
     if req.timeout is not None:
         cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=req.timeout))
     return cfg
@@ -79,17 +92,36 @@ def summary_line(rep: Report) -> str:
             f"correct {s.correctness_rate:.0%}, in {rep.submission.dsl} {s.dsl_adoption_rate:.0%}")
 
 
-def grade_bundle(req: RunRequest) -> Report:
+def planned_problems(cfg: RunConfig) -> list[str]:
+    """The problems the run will grade, in order, for the progress counts and ETA.
+
+    Best effort: a bundle or suite that cannot be read gives an empty plan here, and the
+    grading itself then raises the error with its own exit code.
+    """
+    work = Path(tempfile.mkdtemp(prefix="grader-plan-"))
+    try:
+        sub = open_bundle(cfg.bundle, work / "b")
+        suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
+    except GraderError:
+        return []
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [p for p in suite.problems if not cfg.problems or p in cfg.problems]
+
+
+def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
     cfg = to_config(req)
     policy = load_policy(cfg.policy)
     cfg = replace(cfg, policy=policy.name)
-
-    def progress(msg: str) -> None:
-        if not req.quiet:
-            click.echo(f"[grader] {msg}", err=True)
+    if progress is None:
+        progress = Progress.for_cli(req.log_format, quiet=req.quiet)
+    if progress.mode != "off" and cfg.bundle.is_file():
+        workers = len(cfg.gpus) if cfg.device == "cuda" else cfg.jobs
+        progress.plan(planned_problems(cfg), workers=workers)
 
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
     rep = grader.run()
+    progress.finish()
     paths = write_reports(rep, cfg.out_dir, list(cfg.formats))
     click.echo(summary_line(rep))
     for fmt, path in paths.items():
@@ -98,8 +130,21 @@ def grade_bundle(req: RunRequest) -> Report:
     secret_file = cfg.out_dir / "seed.secret"
     secret_file.write_text(grader.secret.hex() + "\n")
     secret_file.chmod(0o600)
-    hit = sorted({s.verdict for p in rep.problems for s in p.shapes} & cfg.fail_on)
-    if hit:
-        print(f"failing: verdicts {', '.join(hit)} occurred (--fail-on)", file=sys.stderr)
-        raise VerdictGate(f"--fail-on: {', '.join(hit)}")
+    gate_failure(rep, cfg.fail_on, cfg.out_dir)
     return rep
+
+
+def gate_failure(rep: Report, fail_on: frozenset[Verdict], out_dir: Path) -> None:
+    """Raise VerdictGate when a shape got a verdict named in --fail-on (the CI gate)."""
+    hits = [(p.id, s.id, s.verdict) for p in rep.problems for s in p.shapes
+            if s.verdict in fail_on]
+    if not hits:
+        return
+    counts = {v: sum(1 for *_, hv in hits if hv == v) for v in sorted({h[2] for h in hits})}
+    first = ", ".join(f"{pid}/{sid}: {v}" for pid, sid, v in hits[:3])
+    more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+    raise VerdictGate(
+        f"--fail-on: {len(hits)} shape(s) got a gated verdict "
+        f"({', '.join(f'{v} x{n}' for v, n in counts.items())}): {first}{more}",
+        hint=f"grading finished and the reports are in {out_dir}; read report.md or "
+        "report.html for each shape's evidence, fix the kernels, or narrow --fail-on")

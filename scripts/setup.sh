@@ -9,6 +9,8 @@ log() { printf '[setup] %s\n' "$*"; }
 need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+# Headless browser for tests/integration/test_browser.py (the HTML report, rendered for real).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   log "installing Debian packages: ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

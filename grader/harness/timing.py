@@ -18,7 +18,6 @@ from typing import Any
 
 import torch
 
-
 SPIN_CYCLES = 1_000_000  # about 0.5 ms at H100/H200 clocks
 
 

@@ -11,8 +11,8 @@ from grader.report.model import (
     Report,
     ShapeResult,
     SubmissionSummary,
-    Summary,
     SuiteSummary,
+    Summary,
     Timing,
 )
 from grader.scoring.apply import profile_for_device, score_report

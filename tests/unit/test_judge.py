@@ -18,6 +18,7 @@ from grader.verdicts import Verdict
 PROBLEM = Problem(id="add", operator="add", dtypes=["float32"], flops="n", bytes="12*n",
                   shapes=[Shape(id="s", params={"n": 8}, phase="decode")])
 SHAPE = PROBLEM.shapes[0]
+READY = ReadyFile(ok=True)
 
 
 class NoDetection:
@@ -32,7 +33,7 @@ def _exit(**kw: object) -> ExitState:
 
 
 def _runs(tmp: Path, out: torch.Tensor | None, *, ok: bool = True, exit_kw: dict | None = None,
-          ready: ReadyFile | None = ReadyFile(ok=True), result: bool = True,
+          ready: ReadyFile | None = READY, result: bool = True,
           timing: TimingRecord | None = None, timed: bool = False
           ) -> tuple[list[Case], ContainerRun, ContainerRun]:
     x = torch.arange(8, dtype=torch.float32)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Run the grading commands of .github/workflows/grade-kernels.yml here, as the runner would,
+# with --device cpu (Triton's interpreter) so that no GPU is needed:
+#
+#   ci/run-workflow-locally.sh [SUBMISSION_DIR] [OUT_DIR]
+#
+# SUBMISSION_DIR defaults to examples/triton, OUT_DIR to build/ci-local. The GitHub-only steps
+# (checkout, JUnit reporter, SARIF upload, artifact) are replaced by a line saying which file
+# each would take. The `"$GRADER" ...` lines are the workflow's own, character for character
+# (tests/unit/test_ci_workflow.py checks it), so a change to one must be made to the other.
+# Exit status: the `grader run` step's (0, or 3 when --fail-on trips), as the job's would be.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+SUBMISSION_DIR=$(cd "${1:-$repo/examples/triton}" && pwd)
+out=${2:-$repo/build/ci-local}
+
+# The job's environment (see the workflow's `env:`), with the CPU in place of the GPU.
+export GRADER_DEVICE=${GRADER_DEVICE:-cpu}
+export GRADER_RUNTIME=${GRADER_RUNTIME:-cpu}
+export FAIL_ON=${FAIL_ON:-fallback,incorrect,compile_error,runtime_error,timeout,resource_limit,policy_violation,tampering,missing,infra_error}
+export SUBMISSION_DIR
+# What the runner provides: a per-job temporary folder, the job summary file, a workspace.
+rm -rf "$out"
+mkdir -p "$out/runner-temp" "$out/workspace"
+out=$(cd "$out" && pwd)
+export RUNNER_TEMP=$out/runner-temp
+export GITHUB_STEP_SUMMARY=$out/step-summary.md
+export REPORTS=grader-reports
+cd "$out/workspace"
+if [ -z "${GRADER:-}" ]; then
+  # This checkout's grader (not whichever `grader` is first on PATH), behind a one-line shim:
+  # the workflow calls "$GRADER" as a single executable path.
+  GRADER=$out/grader
+  printf '#!/bin/sh\nPYTHONPATH=%q${PYTHONPATH:+:$PYTHONPATH} exec %q -m grader "$@"\n' \
+    "$repo" "${PYTHON:-python3}" >"$GRADER"
+  chmod +x "$GRADER"
+fi
+export GRADER
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "Check out the pull request (as data only): $SUBMISSION_DIR"
+
+step "Pack the submission"
+rm -rf "$REPORTS" && mkdir -p "$REPORTS"
+"$GRADER" bundle create "$SUBMISSION_DIR" -o "$RUNNER_TEMP/bundle.tar"
+
+step "Static analysis (SARIF)"
+"$GRADER" check "$RUNNER_TEMP/bundle.tar" --sarif "$REPORTS/grader.sarif"
+
+step "Grade ($GRADER_DEVICE)"
+rc=0
+"$GRADER" run "$RUNNER_TEMP/bundle.tar" -o "$REPORTS" --device "$GRADER_DEVICE" --runtime "$GRADER_RUNTIME" --format json,html,md,junit --fail-on "$FAIL_ON" --log-format json || rc=$?
+
+# The steps below run whatever the grading step's outcome (`if: !cancelled()`).
+step "Job summary"
+if [ -f "$REPORTS/report.md" ]; then cat "$REPORTS/report.md" >> "$GITHUB_STEP_SUMMARY"; fi
+
+step "Test results, code scanning, artifact (GitHub only): the files they would take"
+for f in "$REPORTS/report.junit.xml" "$REPORTS/grader.sarif" "$REPORTS/report.html"; do
+  if [ -f "$f" ]; then echo "ready: $out/workspace/$f"; else echo "MISSING: $f"; [ "$rc" -ne 0 ] || rc=1; fi
+done
+echo "summary: $GITHUB_STEP_SUMMARY"
+exit "$rc"

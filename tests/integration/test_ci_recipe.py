@@ -1,0 +1,45 @@
+"""The CI recipe end to end: the workflow's commands, run locally on the CPU (real Docker)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from grader.paths import REPO
+
+pytestmark = pytest.mark.docker
+SCRIPT = REPO / "ci" / "run-workflow-locally.sh"
+
+
+def _run(submission: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPT), str(submission), str(out)], capture_output=True,
+                          text=True, check=False, timeout=1800)
+
+
+def test_workflow_commands_grade_the_example(tmp_path: Path) -> None:
+    res = _run(REPO / "examples" / "triton", tmp_path / "ci")
+    assert res.returncode == 0, res.stdout + res.stderr
+    reports = tmp_path / "ci" / "workspace" / "grader-reports"
+    for name in ("report.json", "report.html", "report.md", "report.junit.xml", "grader.sarif"):
+        assert (reports / name).stat().st_size > 0, name
+    assert json.loads((reports / "report.json").read_text())["submission"]["name"]
+    assert ET.parse(reports / "report.junit.xml").getroot().tag in ("testsuites", "testsuite")
+    assert json.loads((reports / "grader.sarif").read_text())["version"] == "2.1.0"
+    summary = (tmp_path / "ci" / "step-summary.md").read_text()
+    assert summary == (reports / "report.md").read_text()
+    # --log-format json: every progress line on stderr is a JSON object.
+    events = [json.loads(line) for line in res.stderr.splitlines() if line.startswith("{")]
+    assert events[0]["event"] == "start" and events[-1]["event"] == "finish"
+
+
+def test_gate_fails_the_job_and_still_publishes(tmp_path: Path) -> None:
+    res = _run(REPO / "examples" / "torch-fallback", tmp_path / "ci")
+    assert res.returncode == 3, res.stdout + res.stderr  # VerdictGate, from --fail-on
+    assert "--fail-on" in res.stderr and "hint:" in res.stderr
+    reports = tmp_path / "ci" / "workspace" / "grader-reports"
+    assert (reports / "report.html").is_file() and (reports / "report.junit.xml").is_file()
+    assert (tmp_path / "ci" / "step-summary.md").read_text().strip()

@@ -1,0 +1,210 @@
+"""Progress lines: stages recorded from the grading loop's plain messages, modes, ETA."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from grader.progress import Progress, choose_mode, human_line
+
+# What grade.Grader says today, in order, for a suite of three problems.
+MESSAGES = [
+    "runtime image",
+    "vector_add: image", "vector_add: reference (2 cases)", "vector_add: entry",
+    "rmsnorm: image", "rmsnorm: reference (4 cases)", "rmsnorm: entry",
+    "matmul: image", "matmul: reference (4 cases)", "matmul: entry",
+]
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _progress(mode: str, stream: io.StringIO, clock: FakeClock) -> Progress:
+    return Progress(mode, stream=stream, clock=clock,  # type: ignore[arg-type]
+                    now=lambda: datetime(2026, 1, 5, 10, 0, tzinfo=UTC))
+
+
+def _drive(p: Progress, clock: FakeClock) -> None:
+    p.plan(["vector_add", "rmsnorm", "matmul"])
+    for msg in MESSAGES:
+        clock.t += 10.0
+        p(msg)
+    clock.t += 10.0
+    p.finish()
+
+
+@pytest.mark.parametrize(("log_format", "quiet", "tty", "mode"), [
+    ("human", False, True, "human"),
+    ("human", False, False, "off"),  # CI logs and pipes stay clean
+    ("human", True, True, "off"),
+    ("json", False, False, "json"),
+    ("json", False, True, "json"),
+    ("json", True, False, "off"),
+])
+def test_mode(log_format: str, quiet: bool, tty: bool, mode: str) -> None:
+    stream = Tty() if tty else io.StringIO()
+    assert choose_mode(log_format, quiet=quiet, stream=stream) == mode
+
+
+def test_json_lines_carry_problem_stage_elapsed_eta() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    _drive(_progress("json", out, clock), clock)
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(events) == 1 + len(MESSAGES) + 1
+    for ev in events:
+        assert {"event", "problem", "stage", "elapsed_s", "eta_s", "ts"} <= set(ev)
+        assert ev["ts"] == "2026-01-05T10:00:00Z"
+    start, runtime, *stages, finish = events
+    assert start["event"] == "start" and start["total"] == 3
+    assert runtime["stage"] == "runtime" and runtime["problem"] is None
+    assert [(e["problem"], e["stage"]) for e in stages[:3]] == [
+        ("vector_add", "image"), ("vector_add", "reference"), ("vector_add", "entry")]
+    assert stages[3]["problem"] == "rmsnorm" and stages[3]["done"] == 1
+    # No ETA before a problem has finished; then by problems done: 30 s each, 2 left.
+    assert all(e["eta_s"] is None for e in stages[:3])
+    assert stages[3]["eta_s"] == pytest.approx(60.0)
+    assert stages[6]["problem"] == "matmul" and stages[6]["eta_s"] == pytest.approx(30.0)
+    assert finish["event"] == "finish" and finish["done"] == 3 and finish["eta_s"] is None
+    assert finish["elapsed_s"] == pytest.approx(110.0)
+
+
+def test_human_lines() -> None:
+    out, clock = Tty(), FakeClock()
+    _drive(_progress("human", out, clock), clock)
+    lines = out.getvalue().splitlines()
+    assert lines[2] == "[grader 0:20 0/3 done] vector_add: image"
+    assert lines[5] == "[grader 0:50 eta 1:00 1/3 done] rmsnorm: image"
+    assert lines[-1] == "[grader 1:50] done: 3/3 problem(s)"
+
+
+def test_off_prints_nothing_but_records() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    p = _progress("off", out, clock)
+    _drive(p, clock)
+    assert out.getvalue() == ""
+    assert p.events[-1].event == "finish"
+
+
+def test_structured_keywords_win_and_unknown_prefixes_are_not_problems() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    p = _progress("json", out, clock)
+    p.plan(["a"])
+    p("a: image")
+    p("ignored kernels for problems not in the suite: ['zz']")
+    assert p.problem is None and p.stage is None
+    p("zz: image")  # not planned: not taken for a problem
+    assert p.problem is None
+    p("anything", problem="a", stage="timing", shape="s1")
+    last = json.loads(out.getvalue().splitlines()[-1])
+    assert (last["problem"], last["stage"], last["shape"]) == ("a", "timing", "s1")
+
+
+def test_unplanned_run_has_no_eta_and_a_closed_stream_does_not_raise() -> None:
+    clock = FakeClock()
+    stream = io.StringIO()
+    p = _progress("json", stream, clock)
+    p("x: image")
+    assert p.events[-1].eta_s is None and p.events[-1].total == 0
+    stream.close()
+    p("x: entry")  # must not raise: progress never fails a run
+    assert p.mode == "off"
+
+
+def test_hours_in_clock() -> None:
+    clock = FakeClock()
+    p = _progress("off", io.StringIO(), clock)
+    clock.t += 3725
+    p("runtime image")
+    assert human_line(p.events[-1]).startswith("[grader 1:02:05]")
+
+
+def test_grade_bundle_wires_progress_through_the_grading_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """runner.grade_bundle plans the suite's problems and hands a Progress to the Grader."""
+    from grader import runner
+    from grader.bundle_tools import create_bundle
+    from grader.paths import REPO
+
+    bundle = tmp_path / "b.tar"
+    create_bundle(REPO / "examples" / "triton", bundle)
+    seen: list[Progress] = []
+
+    class FakeGrader:
+        secret = b"\x01" * 32
+
+        def __init__(self, cfg: object, engine: object, detector: object,
+                     progress: Progress) -> None:
+            self.progress = progress
+            seen.append(progress)
+
+        def run(self) -> SimpleNamespace:
+            for msg in MESSAGES:
+                self.progress(msg)
+            summary = SimpleNamespace(verdicts={}, shapes=0, problems=3, correctness_rate=1.0,
+                                      dsl_adoption_rate=1.0)
+            return SimpleNamespace(summary=summary, problems=[],
+                                   submission=SimpleNamespace(name="n", dsl="triton"))
+
+    monkeypatch.setattr(runner, "Grader", FakeGrader)
+    monkeypatch.setattr(runner, "DockerEngine", lambda: None)
+    monkeypatch.setattr(runner, "write_reports", lambda rep, out, fmts: out.mkdir() or {})
+    out = io.StringIO()
+    progress = Progress("json", stream=out)
+    runner.grade_bundle(runner.RunRequest(bundle=bundle, out_dir=tmp_path / "r"), progress)
+    assert seen == [progress]
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert events[0]["event"] == "start" and events[0]["total"] == 3
+    assert [e["problem"] for e in events if e["stage"] == "entry"] == [
+        "vector_add", "rmsnorm", "matmul"]
+    assert events[-1]["event"] == "finish" and events[-1]["done"] == 3
+    assert (tmp_path / "r" / "seed.secret").read_text().strip() == "01" * 32
+
+
+def test_concurrent_workers_count_done_conservatively_or_exactly() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    p = _progress("json", out, clock)
+    p.plan(["a", "b", "c", "d"], workers=2)
+    for msg in ("a: image", "b: image", "a: entry", "b: reference (2 cases)"):
+        clock.t += 5
+        p(msg)
+    assert p.events[-1].done == 0  # two workers, two problems in flight
+    clock.t += 5
+    p("c: image")  # a worker was free: one of a, b is done
+    assert p.events[-1].done == 1 and p.events[-1].eta_s is not None
+    p("a: done")
+    p("b: done")  # an explicit done counts exactly
+    assert p.events[-1].done == 2 and p.events[-1].problem == "b"
+
+
+def test_threads_can_report_at_once() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    ids = [f"p{i}" for i in range(16)]
+    p = Progress("json", stream=io.StringIO())
+    p.plan(ids, workers=4)
+
+    def one(pid: str) -> None:
+        for stage in ("image", "reference (1 cases)", "entry", "done"):
+            p(f"{pid}: {stage}")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, ids))
+    p.finish()
+    lines = [json.loads(line) for line in p.stream.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert len(lines) == 2 + 4 * len(ids)
+    assert sorted(p.finished) == sorted(ids) and lines[-1]["done"] == 16
