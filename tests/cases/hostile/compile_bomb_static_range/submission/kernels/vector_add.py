@@ -1,0 +1,30 @@
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def add_k(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def _add(x, y):
+    o = torch.empty_like(x)
+    add_k[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
+    return o
+
+@triton.jit
+def unrolled(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.load(x_ptr + offs, mask=m)
+    for _ in tl.static_range(STEPS):
+        acc = acc + 0.0
+    tl.store(o_ptr + offs, acc + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def kernel(x, y):
+    o = torch.empty_like(x)
+    unrolled[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024, STEPS=10_000_000)
+    return o
