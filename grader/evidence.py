@@ -85,11 +85,13 @@ class OutDir:
             return f"no {kind} file for case {case}"
         try:
             return tensors.load(path, max_bytes=max_bytes)
-        except (tensors.TensorFileError, OSError, RuntimeError) as exc:
+        except (tensors.TensorFileError, OSError, RuntimeError, TypeError, ValueError,
+                RecursionError) as exc:
             return f"unreadable {kind} file for case {case}: {exc}"
 
 
 def _read_json(path: Path, model: type[_Model], out: OutDir) -> Any:
+    path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
@@ -98,8 +100,8 @@ def _read_json(path: Path, model: type[_Model], out: OutDir) -> Any:
             out.anomalies.append(f"{path.name}: larger than {MAX_JSON} bytes")
             return None
         return model.model_validate(json.loads(raw))
-    except (OSError, ValueError, ValidationError) as exc:
-        out.anomalies.append(f"{path.name}: not valid ({str(exc)[:300]})")
+    except (OSError, ValueError, ValidationError, RecursionError) as exc:
+        out.anomalies.append(f"{path.name}: not valid ({type(exc).__name__}: {str(exc)[:300]})")
         return None
 
 
@@ -121,9 +123,9 @@ def read_out_dir(path: Path) -> OutDir:
             out.anomalies.append(f"{name!r}: a {kind} in the output directory")
             continue
         if name == "ready.json":
-            out.ready = _read_json(entry.path, ReadyFile, out)
+            out.ready = _read_json(Path(entry.path), ReadyFile, out)
         elif name == "result.json":
-            out.result = _read_json(entry.path, ResultFile, out)
+            out.result = _read_json(Path(entry.path), ResultFile, out)
         elif m := CASE_FILE.match(name):
             out.tensor_files[(m["case"], m["kind"])] = Path(entry.path)
         elif not name.startswith("."):

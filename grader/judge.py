@@ -20,7 +20,15 @@ from grader.verdicts import Verdict, worst
 
 EXCERPT = 2000
 _TIMED = (Verdict.PASSED, Verdict.FALLBACK)  # verdicts whose timings mean something
-_NO_SPACE = ("No space left on device", "Errno 28")
+# Messages of limits being hit (ENOSPC, EAGAIN, ENOMEM, EMFILE, the pids cap) in an entry's
+# error or in what its dying process printed: a resource_limit, not a plain runtime_error.
+_LIMIT_SIGNS = ("No space left on device", "Errno 28", "Resource temporarily unavailable",
+                "Errno 11", "can't start new thread", "can't allocate memory", "MemoryError",
+                "Cannot allocate memory", "Errno 12", "Too many open files", "Errno 24")
+
+
+def hit_limit(text: str | None) -> bool:
+    return bool(text) and any(sign in text for sign in _LIMIT_SIGNS)  # type: ignore[operator]
 
 
 class TraceJudge(Protocol):
@@ -56,10 +64,14 @@ def _container_failure(run: ContainerRun) -> tuple[Verdict, str] | None:
         return Verdict.RESOURCE_LIMIT, "killed by the memory limit"
     ready = run.out.ready
     if ready is None:
+        if hit_limit(ex.logs):
+            return Verdict.RESOURCE_LIMIT, "a resource limit stopped the process while importing"
         return Verdict.RUNTIME_ERROR, f"the process died while importing (exit {ex.exit_code})"
     if not ready.ok:
         return Verdict.COMPILE_ERROR, "importing the kernel file failed"
     if run.out.result is None:
+        if hit_limit(ex.logs):
+            return Verdict.RESOURCE_LIMIT, "a resource limit stopped the process before it finished"
         return Verdict.RUNTIME_ERROR, f"the process died before finishing (exit {ex.exit_code})"
     return None
 
@@ -143,15 +155,19 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                   reference: ContainerRun, entry: ContainerRun, static: list[Finding],
                   own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int
                   ) -> list[ShapeResult]:
+    problem_findings = _anomaly_findings(entry.out)
+    forged = [f for f in problem_findings if f.severity == Severity.TAMPERING]
     failure = _container_failure(entry)
     logs = tail(entry.exit.logs)
+    if forged and not entry.exit.timed_out:
+        results = whole_problem(shapes, Verdict.TAMPERING, forged[0].message[:1000], logs)
+        return [r.model_copy(update={"findings": forged}) for r in results]
     if failure is not None:
         verdict, detail = failure
         excerpt = tail(entry.out.ready.error) if entry.out.ready and entry.out.ready.error \
             else logs
         return whole_problem(shapes, verdict, detail, excerpt)
     assert entry.out.result is not None
-    problem_findings = _anomaly_findings(entry.out)
     results = []
     for shape in shapes:
         shape_cases = [c for c in cases if c.shape.id == shape.id and not c.timing]
@@ -174,9 +190,9 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                 continue
             if not rec.ok:
                 err = rec.error or ""
-                no_space = any(s in err for s in _NO_SPACE)
-                verdicts.append(Verdict.RESOURCE_LIMIT if no_space else Verdict.RUNTIME_ERROR)
-                details.append(f"case {case.id}: " + ("output space exhausted" if no_space
+                limited = hit_limit(err)
+                verdicts.append(Verdict.RESOURCE_LIMIT if limited else Verdict.RUNTIME_ERROR)
+                details.append(f"case {case.id}: " + ("a resource limit was hit" if limited
                                                       else "kernel() raised"))
                 excerpt = excerpt or tail(err)
                 continue
@@ -216,17 +232,17 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
             dyn, trace = tracer.judge(trace, own_kernels)
             findings += dyn
         verdict = worst(verdicts)
-        if verdict == Verdict.PASSED:
-            by_findings = verdict_for(static + findings)
-            if by_findings is not None:
-                verdict = by_findings
-                decisive = [f.message for f in static + findings
-                            if f.severity not in (Severity.INFO, Severity.WARNING)]
-                details.append("; ".join(decisive)[:600])
-            else:
-                details.append(f"correct on {len(shape_cases)} hidden input sets")
-        elif (tampered := verdict_for(findings)) == Verdict.TAMPERING:
-            verdict = tampered
+        # Findings decide once the entry ran to the end: a policy violation or tampering
+        # whatever its outputs were, a fallback only when they were correct.
+        by_findings = verdict_for(static + findings)
+        if by_findings is not None and (verdict == Verdict.PASSED or by_findings in (
+                Verdict.POLICY_VIOLATION, Verdict.TAMPERING)):
+            verdict = worst([verdict, by_findings])
+            decisive = [f.message for f in static + findings
+                        if f.severity not in (Severity.INFO, Severity.WARNING)]
+            details.append("; ".join(decisive)[:600])
+        elif verdict == Verdict.PASSED:
+            details.append(f"correct on {len(shape_cases)} hidden input sets")
         results.append(_shape_result(shape, verdict, "; ".join(details)[:1000],
                                      error_excerpt=excerpt or (logs if verdict in (
                                          Verdict.RUNTIME_ERROR,) else None),

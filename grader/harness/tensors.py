@@ -79,8 +79,10 @@ def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu") -> li
     try:
         header = json.loads(data[8 : 8 + n])
         args = json.loads(header.pop("__metadata__")["args"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise TensorFileError(f"{path.name}: bad header: {exc}") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise TensorFileError(f"{path.name}: bad header: {type(exc).__name__}") from None
+    if not isinstance(args, list) or not isinstance(header, dict):
+        raise TensorFileError(f"{path.name}: bad header: arguments are not a list")
     body = memoryview(data)[8 + n :]
     out: list[Any] = []
     for a in args:
@@ -96,6 +98,8 @@ def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu") -> li
 
 
 def _tensor(fname: str, meta: Any, body: memoryview, device: str) -> torch.Tensor:
+    if not isinstance(meta, dict):
+        raise TensorFileError(f"{fname}: bad tensor entry")
     try:
         dtype = DTYPES[meta["dtype"]]
         shape = [int(d) for d in meta["shape"]]
