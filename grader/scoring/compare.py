@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from grader.errors import UsageError
 from grader.formats.problem import Phase
 from grader.report.model import Report
-from grader.scoring._model import Frozen
+from grader.scoring._model import Frozen, check_comparable
 from grader.scoring.scores import PHASES
 
 # What must agree between the reports of one comparison.
@@ -90,13 +90,11 @@ def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparis
         raise UsageError(f"report(s) {unscored} have no scores",
                          hint="re-score them with `grader rescore`")
     contexts = [_context(r) for r in reports]
-    context = {f: sorted({c[f] for c in contexts}) for f in SAME}
-    differing = {f: v for f, v in context.items() if len(v) > 1}
-    if differing and not allow_mixed:
-        what = "; ".join(f"{f}: {', '.join(v)}" for f, v in differing.items())
-        raise UsageError(f"the reports are not the same entry scored the same way ({what})",
-                         hint="compare one bundle's reports of one suite, weights version and "
-                              "policy, or pass --allow-mixed")
+    context = check_comparable(
+        contexts, SAME, allow_mixed=allow_mixed,
+        refusal="the reports are not the same entry scored the same way",
+        hint="compare one bundle's reports of one suite, weights version and policy, "
+             "or pass --allow-mixed")
     cards = [r.scores for r in reports if r.scores is not None]
     labels = _labels(reports)
     runs = [Run(label=label, hardware=r.environment.hardware, device=r.environment.device,
@@ -116,6 +114,7 @@ def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparis
     if len(set(r.hardware for r in runs)) < len(runs):
         notes.append("the same hardware appears more than once: a ratio there measures "
                      "run-to-run noise, not portability")
+    differing = [f for f, v in context.items() if len(v) > 1]
     if differing:
         notes.append("mixed: " + ", ".join(differing) + " differ between the reports")
     base = runs[0]

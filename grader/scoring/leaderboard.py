@@ -13,7 +13,7 @@ from pydantic import Field
 
 from grader.errors import UsageError
 from grader.formats.problem import Phase
-from grader.scoring._model import Frozen
+from grader.scoring._model import Frozen, check_comparable
 from grader.scoring.scores import ScoreCard
 
 # What must agree between the entries of one leaderboard.
@@ -61,13 +61,11 @@ def leaderboard(entries: Sequence[Scored], *, allow_mixed: bool = False) -> Lead
     """Rank `entries` by S_agg (highest first; unscored last, then by name)."""
     if not entries:
         raise UsageError("no reports to rank", hint="pass one or more report files")
-    context = {f: sorted({getattr(e, f) for e in entries}) for f in COMPARABLE}
-    differing = {f: v for f, v in context.items() if len(v) > 1}
-    if differing and not allow_mixed:
-        what = "; ".join(f"{f}: {', '.join(v)}" for f, v in differing.items())
-        raise UsageError(f"the reports are not comparable ({what})",
-                         hint="rank reports of one suite, weights version, policy and hardware, "
-                              "or pass --allow-mixed to rank them anyway")
+    context = check_comparable(
+        [{f: getattr(e, f) for f in COMPARABLE} for e in entries], COMPARABLE,
+        allow_mixed=allow_mixed, refusal="the reports are not comparable",
+        hint="rank reports of one suite, weights version, policy and hardware, "
+             "or pass --allow-mixed to rank them anyway")
     columns = list(dict.fromkeys(p for e in entries for p in e.problems))
     ordered = sorted(entries, key=lambda e: (e.s_agg is None, -(e.s_agg or 0.0), e.submission))
     rows: list[Row] = []
@@ -79,4 +77,5 @@ def leaderboard(entries: Sequence[Scored], *, allow_mixed: bool = False) -> Lead
             problems={p: e.problems.get(p) for p in columns},
             context={f: getattr(e, f) for f in COMPARABLE},
         ))
-    return Leaderboard(problems=columns, rows=rows, mixed=bool(differing), context=context)
+    return Leaderboard(problems=columns, rows=rows, mixed=any(len(v) > 1 for v in context.values()),
+                       context=context)
