@@ -11,11 +11,11 @@ import click
 from grader import __version__
 from grader.errors import GraderError
 from grader.progress import LOG_FORMATS
+from grader.report.render import FORMATS
 
 if TYPE_CHECKING:
     from grader.verdicts import Verdict
 
-FORMATS = ("json", "html", "md", "junit")
 
 
 def _verdict_set(value: str) -> frozenset[Verdict]:

@@ -14,16 +14,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from grader.detect.findings import Finding
 from grader.errors import UsageError
 from grader.report.model import Report
 
-FORMATS: tuple[str, ...] = ("json", "html", "md", "junit")
+FORMATS: tuple[str, ...] = ("json", "html", "md", "junit", "sarif")
 
 FILENAMES: dict[str, str] = {
     "json": "report.json",
     "html": "report.html",
     "md": "report.md",
     "junit": "report.junit.xml",
+    "sarif": "report.sarif",
 }
 
 # Characters XML 1.0 forbids (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF).
@@ -56,7 +58,27 @@ def _renderers() -> dict[str, Callable[[Report], str]]:
         "html": render_html,
         "md": render_markdown,
         "junit": render_junit,
+        "sarif": render_sarif,
     }
+
+
+def render_sarif(report: Report) -> str:
+    """The run's findings as SARIF 2.1.0: static ones with their lines, and each distinct
+    dynamic one (per shape) against the kernel file."""
+    import json
+
+    from grader.report.sarif import to_sarif
+
+    by_file: dict[str, list[Finding]] = {}
+    for p in report.problems:
+        if p.kernel_file is None:
+            continue
+        found = list(p.findings)
+        for s in p.shapes:
+            found += [f for f in s.findings if f not in found]
+        by_file[p.kernel_file] = found
+    return json.dumps(to_sarif(by_file, tool_version=report.environment.grader_version),
+                      indent=2)
 
 
 def write_reports(report: Report, out_dir: Path, formats: list[str]) -> dict[str, Path]:

@@ -384,7 +384,7 @@ def test_write_reports_and_round_trip(tmp_path: Path, report: Report) -> None:
     written = write_reports(report, tmp_path / "out", list(FORMATS))
     assert set(written) == set(FORMATS)
     assert {p.name for p in written.values()} == {
-        "report.json", "report.html", "report.md", "report.junit.xml"}
+        "report.json", "report.html", "report.md", "report.junit.xml", "report.sarif"}
     assert load_report(written["json"]) == report
     assert written["html"].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
@@ -539,3 +539,27 @@ def test_markdown_shows_the_score_card() -> None:
     for line in hostile.splitlines():
         if line.startswith("|"):
             assert len(re.split(r"(?<!\\)\|", line)) in (6, 7, 8), line
+
+
+def test_sarif_format_carries_static_and_dynamic_findings(tmp_path: Path) -> None:
+    import json as _json
+
+    from grader.detect.findings import Finding, Layer, Severity
+
+    rep = make_report()
+    static = Finding(rule="FB001", severity=Severity.FALLBACK, layer=Layer.STATIC,
+                     message="calls torch.add", file="kernels/vector_add.py", line=3)
+    dynamic = Finding(rule="DY001", severity=Severity.FALLBACK, layer=Layer.DYNAMIC,
+                      message="aten.mm ran")
+    p0 = rep.problems[0].model_copy(update={
+        "findings": [static],
+        "shapes": [s.model_copy(update={"findings": [dynamic]}) for s in rep.problems[0].shapes]})
+    rep = rep.model_copy(update={"problems": [p0, *rep.problems[1:]]})
+    path = write_reports(rep, tmp_path, ["sarif"])["sarif"]
+    doc = _json.loads(path.read_text())
+    assert doc["version"] == "2.1.0"
+    rules = [r["ruleId"] for run in doc["runs"] for r in run["results"]]
+    assert rules.count("DY001") == 1 and rules.count("FB001") == 2  # ours, and matmul's
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for run in doc["runs"]
+            for r in run["results"] for loc in r["locations"]}
+    assert "kernels/vector_add.py" in uris
