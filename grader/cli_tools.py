@@ -210,6 +210,27 @@ def init(problem_id: str, suite_dir: Path) -> None:
         click.echo(f"next: {step}")
 
 
+@click.command()
+@click.option("--group", "groups", multiple=True, default=["hostile"], show_default=True,
+              help="Case groups under tests/cases/ to grade (hostile, fallback, grading).")
+def selftest(groups: tuple[str, ...]) -> None:
+    """Grade the hostile-entry suite (or other case groups) on this host and print, case by
+    case, the verdict expected and the verdict given. Exits 1 if any differs."""
+    from grader.sandbox.docker_engine import DockerEngine
+    from grader.selftest import run_selftest
+
+    results = run_selftest(groups, DockerEngine())
+    for r in results:
+        mark = "ok  " if r.ok else ("hole" if r.known_hole else "FAIL")
+        got = ", ".join(f"{p}={v}" for p, v in r.got.items())
+        want = ", ".join(f"{p}={v}" for p, v in r.expected.items())
+        click.echo(f"{mark} {r.case:<52} {got}" + ("" if r.ok else f"   (expected {want})"))
+    bad = [r for r in results if not r.ok]
+    click.echo(f"{len(results) - len(bad)}/{len(results)} cases as expected")
+    if bad:
+        sys.exit(1)
+
+
 def register(cli: click.Group) -> None:
-    for cmd in (images, doctor, policy, check, bundle, init):
+    for cmd in (images, doctor, policy, check, bundle, init, selftest):
         cli.add_command(cmd)

@@ -1,0 +1,71 @@
+"""`grader selftest`: grade the case folders (hostile entries by default) on this host and say,
+case by case, whether the grader gave the verdict it must. The same code drives
+tests/integration/test_cases.py."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader.bundle_tools import create_bundle
+from grader.config import RunConfig
+from grader.detect.policy import load_policy
+from grader.detection import Detector
+from grader.grade import Grader
+from grader.paths import REPO
+from grader.sandbox.docker_engine import DockerEngine
+from grader.verdicts import Verdict
+
+CASES = REPO / "tests" / "cases"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseResult:
+    case: str
+    expected: dict[str, Verdict]
+    got: dict[str, Verdict]
+    known_hole: str | None  # the case.toml's `xfail` reason, if any
+    leftovers: int  # containers of the run still there afterwards
+
+    @property
+    def ok(self) -> bool:
+        return self.got == self.expected and self.leftovers == 0
+
+
+def case_dirs(groups: tuple[str, ...]) -> list[Path]:
+    return sorted(p for g in groups if (CASES / g).is_dir() for p in (CASES / g).iterdir()
+                  if (p / "case.toml").is_file())
+
+
+def grade_case(engine: DockerEngine, case: Path, workdir: Path) -> CaseResult:
+    spec = tomllib.loads((case / "case.toml").read_text())
+    source = REPO / spec["source"] if "source" in spec else case / "submission"
+    bundle = workdir / "bundle.tar"
+    create_bundle(source, bundle)
+    cfg = RunConfig(bundle=bundle, out_dir=workdir / "out", shapes=spec.get("shapes", "smoke"),
+                    problems=tuple(spec.get("problems", ())), seeds_per_shape=2)
+    cfg = replace(cfg, entry_limits=replace(cfg.entry_limits,
+                                            wall_s=float(spec.get("timeout_s", 120)),
+                                            memory_bytes=2 << 30))
+    grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
+    report = grader.run()
+    left = engine.client.containers.list(
+        all=True, filters={"label": f"grader.session={grader.session}"})
+    return CaseResult(case=f"{case.parent.name}/{case.name}",
+                      expected={pid: Verdict(v) for pid, v in spec["expect"].items()},
+                      got={p.id: p.verdict for p in report.problems},
+                      known_hole=spec.get("xfail"), leftovers=len(left))
+
+
+def run_selftest(groups: tuple[str, ...], engine: DockerEngine) -> list[CaseResult]:
+    results = []
+    for case in case_dirs(groups):
+        work = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
+        try:
+            results.append(grade_case(engine, case, work))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
