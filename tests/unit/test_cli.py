@@ -12,12 +12,13 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
+from grader import cli_scoring, cli_tools
 from grader.cli import cli
-from grader.cli_tools import register
 from grader.errors import EXIT_CODES
 from grader.paths import REPO
 
-register(cli)
+cli_tools.register(cli)
+cli_scoring.register(cli)
 COMMANDS = ["run", "check", "report", "images", "doctor", "policy", "bundle", "init", "selftest",
             "hardware", "roofline", "leaderboard", "compare", "release", "rescore"]
 
