@@ -34,6 +34,32 @@ def hardware_show(name: str) -> None:
     click.echo(hardware_text(load_hardware(name)), nl=False)
 
 
+@hardware.command("calibrate")
+@click.option("--base", default="auto", show_default=True,
+              help="Profile to add the measurements to; auto: matched to the GPU's name.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the profile (default: print it).")
+def hardware_calibrate(base: str, output: Path | None) -> None:
+    """Measure this GPU's copy bandwidth and bf16 matmul rate; write them as `[measured]`."""
+    from grader.errors import UsageError
+    from grader.scoring.apply import profile_for_device
+    from grader.scoring.calibrate import measure, profile_toml, with_measured
+    from grader.scoring.hardware import load_hardware
+
+    cal = measure()
+    name = profile_for_device(cal.device) if base == "auto" else base
+    if name is None:
+        raise UsageError(f"no profile matches {cal.device!r}", hint="name one with --base")
+    text = profile_toml(with_measured(load_hardware(name), cal))
+    click.echo(f"{cal.device}: copy {cal.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 matmul "
+               f"{cal.bf16_flops_per_s / 1e12:.0f} TFLOP/s", err=True)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text)
+        click.echo(f"profile: {output}", err=True)
+
+
 @click.group()
 def roofline() -> None:
     """Roofline numbers of problems."""

@@ -1,0 +1,101 @@
+"""`grader hardware calibrate`: measure the local GPU's achievable ceilings (a large
+device-to-device copy, a large bf16 matmul) and write them into a profile's `[measured]` table.
+
+The datasheet stays the default ceiling; measured ones are used only when asked, and the
+physical floor (scoring/apply.py) always uses the datasheet's, the more generous.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grader.errors import UsageError
+from grader.scoring.hardware import HardwareProfile, Measured, Sourced
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calibration:
+    device: str
+    copy_bytes_per_s: float  # bytes read plus bytes written, per second
+    bf16_flops_per_s: float
+
+
+def measure(copy_mib: int = 2048, matmul_n: int = 8192, reps: int = 20) -> Calibration:
+    """Median of `reps` timed runs of each, with CUDA events, after a warm-up (needs a GPU)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError("calibration needs a CUDA GPU and none is visible",
+                         hint="run it on the GPU host whose profile you want to measure")
+    src = torch.empty(copy_mib << 20, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    a = torch.randn(matmul_n, matmul_n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(matmul_n, matmul_n, device="cuda", dtype=torch.bfloat16)
+
+    def median_s(fn: Callable[[], object]) -> float:
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return sorted(times)[len(times) // 2]
+
+    copy_s = median_s(lambda: dst.copy_(src))
+    mm_s = median_s(lambda: a @ b)
+    return Calibration(device=torch.cuda.get_device_name(),
+                       copy_bytes_per_s=2 * src.numel() / copy_s,
+                       bf16_flops_per_s=2 * matmul_n**3 / mm_s)
+
+
+def with_measured(profile: HardwareProfile, cal: Calibration,
+                  today: dt.date | None = None) -> HardwareProfile:
+    """`profile` with its `[measured]` table replaced by `cal`."""
+    day = (today or dt.date.today()).isoformat()
+    how = f"measured by `grader hardware calibrate` on {cal.device} on {day}"
+    measured = Measured(
+        date=day, device=cal.device,
+        bandwidth=Sourced(value=cal.copy_bytes_per_s,
+                          source=f"{how}: device-to-device copy, bytes read plus written"),
+        peak_flops={"bf16": Sourced(value=cal.bf16_flops_per_s,
+                                    source=f"{how}: bf16 matmul, 2*N^3 FLOPs per product")})
+    return profile.model_copy(update={"measured": measured})
+
+
+def _value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # JSON string escapes are valid TOML ones
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def _tables(data: dict[str, Any], prefix: str, out: list[str]) -> None:
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    if prefix and scalars:
+        out.append(f"\n[{prefix}]")
+    out.extend(f"{k} = {_value(v)}" for k, v in scalars.items())
+    for k, v in data.items():
+        if isinstance(v, dict):
+            _tables(v, f"{prefix}.{k}" if prefix else k, out)
+
+
+def profile_toml(profile: HardwareProfile) -> str:
+    """The profile as a TOML file that `load_hardware` reads back to an equal profile."""
+    lines = [f"# Hardware profile {profile.name}; [measured] written by grader hardware "
+             "calibrate."]
+    _tables(profile.model_dump(mode="json", exclude_none=True), "", lines)
+    return "\n".join(lines) + "\n"
