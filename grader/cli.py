@@ -69,6 +69,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--fail-on", default="", callback=lambda c, p, v: _verdict_set(v),
               help="Exit 3 when any shape gets one of these verdicts (e.g. fallback,incorrect).")
 @click.option("--seed-secret", default=None, help="Hex secret to reproduce a run's inputs.")
+@click.option("--resume", is_flag=True,
+              help="Finish the interrupted run checkpointed in -o: the same bundle and options; "
+              "problems already graded are kept, infra errors are graded again.")
 @click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
               show_default=True, help="cpu: the debootstrap image; cuda: FROM --cuda-base; "
               "host: the host's /usr, /etc, /opt bound read-only (air-gapped GPU hosts).")
@@ -89,7 +92,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
         formats: tuple[str, ...], fail_on: frozenset[Verdict], seed_secret: str | None,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
-        gpus: tuple[int, ...], jobs: int, quiet: bool, log_format: str) -> None:
+        gpus: tuple[int, ...], jobs: int, quiet: bool, log_format: str, resume: bool) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
@@ -98,7 +101,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
                      timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
                      quiet=quiet, log_format=log_format, runtime=runtime, python=python,
                      cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpus)), jobs=jobs,
-                     hardware=hardware)
+                     hardware=hardware, resume=resume)
     grade_bundle(req)
 
 

@@ -30,7 +30,8 @@ class RunConfig:
     problems: tuple[str, ...] = ()  # empty: every problem of the suite
     formats: tuple[str, ...] = ("json", "html")
     fail_on: frozenset[Verdict] = frozenset()
-    seed_secret: bytes | None = None  # None: a fresh secret for this run
+    seed_secret: bytes | None = None  # None: a fresh secret for this run (or the checkpoint's)
+    resume: bool = False  # finish the run checkpointed in out_dir (see grader/checkpoint.py)
     seeds_per_shape: int | None = None  # None: the suite's setting
     entry_limits: Limits = field(default_factory=Limits)
     reference_limits: Limits = field(default_factory=lambda: Limits(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader import __version__
+from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.config import RunConfig
 from grader.detection import Detector
 from grader.doctor import gpu_mode, gpu_nodes
@@ -108,6 +109,8 @@ class Grader:
         self.session = uuid.uuid4().hex[:12]
         self.images: dict[str, str] = {}
         self.device_name: str | None = None
+        self.checkpoint = Checkpoint(cfg.out_dir)
+        self.abort: InfraError | None = None  # set when the checkpoint cannot be written
 
     def grade_problem(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
                       runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
@@ -183,49 +186,108 @@ class Grader:
         return [make_sandbox(self.cfg, self.engine if i == 0 else DockerEngine(), self.session,
                              gpu_index=slot) for i, slot in enumerate(slots)]
 
+    def open_checkpoint(self, suite: Suite, bundle_sha256: str) -> dict[str, Finished]:
+        """Start this run's checkpoint, or with --resume check and load it (and its secret)."""
+        cfg = self.cfg
+        key = RunKey(grader_version=__version__, bundle_sha256=bundle_sha256, suite=suite.id,
+                     suite_version=suite.info.version, policy=cfg.policy, device=cfg.device,
+                     hardware=cfg.hardware, runtime=cfg.runtime.kind, shapes=cfg.shapes,
+                     seeds_per_shape=cfg.seeds_per_shape or suite.info.seeds_per_shape)
+        if not cfg.resume:
+            self.checkpoint.start(key, self.secret)
+            return {}
+        self.secret, done = self.checkpoint.resume(key, cfg.seed_secret)
+        for d in done.values():
+            if d.image_id:
+                self.images[d.result.id] = d.image_id
+            self.device_name = self.device_name or d.device_name
+        return done
+
+    def grade_one(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
+                  runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
+        """grade_problem, with a failure of the grader's own machinery (or a grader bug) turned
+        into an infra_error for that problem, so that the others are still graded."""
+        try:
+            return self.grade_problem(suite, bundle, sub, runtime_tag, sandbox)
+        except Exception as exc:
+            if isinstance(exc, InfraError):
+                detail = exc.message
+            elif isinstance(exc, OSError):  # the host's disk: ENOSPC in $TMPDIR and the like
+                where = f" ({exc.filename})" if exc.filename else ""
+                detail = f"host filesystem: {exc.strerror or exc}{where}"
+            else:
+                detail = f"grader bug: {type(exc).__name__}: {exc}"
+            self.progress(f"{bundle.id}: done (infra_error: {detail})")
+            rs = whole_problem(select_shapes(bundle, self.cfg), Verdict.INFRA_ERROR, detail,
+                               tail("".join(traceback.format_exception(exc))))
+            return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+                                 verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)
+
     def grade_all(self, suite: Suite, todo: list[ProblemBundle], sub: Submission,
-                  runtime_tag: str) -> list[ProblemResult]:
-        """Grade problems concurrently, a worker each at a time; results in suite order."""
+                  runtime_tag: str, done: dict[str, Finished] | None = None
+                  ) -> list[ProblemResult]:
+        """Grade problems concurrently, a worker each at a time; results in suite order.
+
+        Problems in `done` (from the checkpoint) are taken as they are; each one graded here is
+        checkpointed as soon as it finishes. When the checkpoint cannot be written (a full
+        disk), no further problem starts and the run ends with that InfraError.
+        """
+        done = done or {}
         free: queue.Queue[Sandbox] = queue.Queue()
         for sb in self.workers():
             free.put(sb)
+        kept = [len(done)]
 
-        def one(bundle: ProblemBundle) -> ProblemResult:
+        def one(bundle: ProblemBundle) -> ProblemResult | None:
+            if bundle.id in done:
+                self.progress(f"{bundle.id}: done ({done[bundle.id].result.verdict}, "
+                              "from the checkpoint)")
+                return done[bundle.id].result
+            if self.abort is not None:
+                return None
             sandbox = free.get()
             try:
-                return self.grade_problem(suite, bundle, sub, runtime_tag, sandbox)
-            except Exception as exc:
-                # One problem's failure of the grader's own machinery (or a grader bug) is an
-                # infra_error for that problem; the others are still graded.
-                detail = exc.message if isinstance(exc, InfraError) else \
-                    f"grader bug: {type(exc).__name__}: {exc}"
-                rs = whole_problem(select_shapes(bundle, self.cfg), Verdict.INFRA_ERROR, detail,
-                                   tail("".join(traceback.format_exception(exc))))
-                return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
-                                     verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)
+                result = self.grade_one(suite, bundle, sub, runtime_tag, sandbox)
             finally:
                 free.put(sandbox)
+            try:
+                self.checkpoint.save(Finished(result=result, image_id=self.images.get(bundle.id),
+                                              device_name=self.device_name))
+                kept[0] += 1
+            except InfraError as exc:
+                self.abort = self.abort or exc
+            return result
 
         with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
-            return list(pool.map(one, todo))
+            results = list(pool.map(one, todo))
+        if self.abort is not None:
+            raise InfraError(f"{self.abort.message}; stopped, {kept[0]} of {len(todo)} "
+                             f"problem(s) are kept in {self.checkpoint.dir}",
+                             hint=self.abort.hint)
+        return [r for r in results if r is not None]
 
     def run(self) -> Report:
         cfg = self.cfg
         if not cfg.bundle.is_file():
             raise UsageError(f"{cfg.bundle}: no such file")
-        work = Path(tempfile.mkdtemp(prefix="grader-run-"))
+        tmp_hint = "free space in the temporary folder ($TMPDIR), then run again"
+        with host_fs("cannot make a work folder", hint=tmp_hint):
+            work = Path(tempfile.mkdtemp(prefix="grader-run-"))
         try:
-            sub = open_bundle(cfg.bundle, work / "submission")
+            with host_fs("cannot unpack the bundle", hint=tmp_hint):
+                sub = open_bundle(cfg.bundle, work / "submission")
+                bundle_sha256 = hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()
             suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
             unknown = sorted(set(cfg.problems) - set(suite.problems))
             if unknown:
                 raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
+            done = self.open_checkpoint(suite, bundle_sha256)
             self.progress("runtime image")
             runtime = ensure_runtime(self.engine, cfg.runtime)
             self.images["runtime"] = runtime.id
             todo = [b for pid, b in suite.problems.items()
                     if not cfg.problems or pid in cfg.problems]
-            problems = self.grade_all(suite, todo, sub, runtime.tag)
+            problems = self.grade_all(suite, todo, sub, runtime.tag, done)
             extra = sorted(set(sub.manifest.problems) - set(suite.problems))
             if extra:
                 self.progress(f"ignored kernels for problems not in the suite: {extra}")
@@ -234,7 +296,7 @@ class Grader:
                 submission=SubmissionSummary(
                     name=sub.manifest.submission.name, suite=suite.id,
                     dsl=sub.manifest.submission.dsl, agent=sub.manifest.submission.agent,
-                    bundle_sha256=hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()),
+                    bundle_sha256=bundle_sha256),
                 suite=SuiteSummary(id=suite.id, version=suite.info.version,
                                    weights_version=suite.weights.version),
                 environment=Environment(
@@ -244,12 +306,26 @@ class Grader:
                     is_performance=cfg.device != "cpu", policy=cfg.policy,
                     images=dict(self.images),
                     seed_commitment=hashlib.sha256(self.secret).hexdigest(),
-                    docker=self.engine.version()),
+                    docker=self.docker_version()),
                 problems=problems,
                 summary=summarize(problems),
             )
             report = score_report(report, suite, load_hardware(self.hardware_name()))
             return report.model_copy(update={"summary": summarize(report.problems)})
         finally:
-            self.engine.reap(self.session)
+            self.reap()
             shutil.rmtree(work, ignore_errors=True)
+
+    def docker_version(self) -> str:
+        try:
+            return self.engine.version()
+        except InfraError:
+            return "unknown (the engine did not answer)"
+
+    def reap(self) -> None:
+        """Remove this run's containers; an engine that does not answer must not hide the
+        run's own outcome (`grader images prune` removes leftovers later)."""
+        try:
+            self.engine.reap(self.session)
+        except InfraError as exc:
+            self.progress(f"cannot remove this run's containers: {exc.message}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from grader.checkpoint import host_fs
 from grader.config import RunConfig
 from grader.detect.policy import load_policy
 from grader.detection import Detector
@@ -48,6 +49,7 @@ class RunRequest:
     gpus: tuple[int, ...] = (0,)  # --device cuda: one worker per GPU
     jobs: int = 1  # --device cpu: problems graded at once
     hardware: str = "auto"
+    resume: bool = False  # finish the run checkpointed in out_dir
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -63,7 +65,7 @@ def to_config(req: RunRequest) -> RunConfig:
                     suite_roots=req.suite_roots or (PROBLEM_BUNDLES,), policy=req.policy,
                     device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
                     problems=req.problems, formats=req.formats, fail_on=req.fail_on,
-                    seed_secret=secret, seeds_per_shape=req.seeds)
+                    seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume)
     python = req.python or (sys.executable if req.runtime == "host" else "python3")
     runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]
                             **({"cuda_base": req.cuda_base} if req.cuda_base else {}))
@@ -98,11 +100,14 @@ def planned_problems(cfg: RunConfig) -> list[str]:
     Best effort: a bundle or suite that cannot be read gives an empty plan here, and the
     grading itself then raises the error with its own exit code.
     """
-    work = Path(tempfile.mkdtemp(prefix="grader-plan-"))
+    try:
+        work = Path(tempfile.mkdtemp(prefix="grader-plan-"))
+    except OSError:
+        return []
     try:
         sub = open_bundle(cfg.bundle, work / "b")
         suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
-    except GraderError:
+    except (GraderError, OSError):  # OSError: a full $TMPDIR, reported by the grading itself
         return []
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -122,14 +127,15 @@ def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
     rep = grader.run()
     progress.finish()
-    paths = write_reports(rep, cfg.out_dir, list(cfg.formats))
+    # The secret behind the report's seed commitment (for the organiser, to reproduce inputs)
+    # is already in out_dir/seed.secret: the checkpoint wrote it before grading began.
+    with host_fs(f"cannot write the reports into {cfg.out_dir}",
+                 hint="every graded problem is kept in the checkpoint: free space, then run "
+                 "the same command with --resume to write the reports"):
+        paths = write_reports(rep, cfg.out_dir, list(cfg.formats))
     click.echo(summary_line(rep))
     for fmt, path in paths.items():
         click.echo(f"{fmt}: {path}")
-    # The secret behind the report's seed commitment: for the organiser, to reproduce inputs.
-    secret_file = cfg.out_dir / "seed.secret"
-    secret_file.write_text(grader.secret.hex() + "\n")
-    secret_file.chmod(0o600)
     gate_failure(rep, cfg.fail_on, cfg.out_dir)
     return rep
 

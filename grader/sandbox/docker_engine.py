@@ -23,6 +23,21 @@ from grader.sandbox.spec import ROLE_LABEL, SESSION_LABEL, ContainerSpec
 
 IMAGE_LABEL = "grader.image"
 POLL_S = 0.05
+# What the SDK raises when the engine fails or stops answering mid-run (APIError is both).
+ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+ENGINE_HINT = ("check the engine (`grader doctor`), then run the same command with --resume: "
+               "problems already graded are kept")
+
+
+@contextmanager
+def engine_errors(what: str) -> Iterator[None]:
+    """An engine that fails or vanishes is the grader's failure: an InfraError, never a
+    traceback. Narrower handlers inside (ImageNotFound, NotFound) run first."""
+    try:
+        yield
+    except ENGINE_ERRORS as exc:
+        raise InfraError(f"the Docker engine failed while {what}: {exc}",
+                         hint=ENGINE_HINT) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,18 +120,21 @@ class DockerEngine:
 
     # -- facts ---------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
-        info: dict[str, Any] = self.client.info()
+        with engine_errors("reading its info"):
+            info: dict[str, Any] = self.client.info()
         return info
 
     def version(self) -> str:
-        return str(self.client.version().get("Version", "unknown"))
+        with engine_errors("reading its version"):
+            return str(self.client.version().get("Version", "unknown"))
 
     # -- images --------------------------------------------------------------------------
     def image_id(self, tag: str) -> str | None:
-        try:
-            return str(self.client.images.get(tag).id)
-        except docker.errors.ImageNotFound:
-            return None
+        with engine_errors(f"looking up image {tag}"):
+            try:
+                return str(self.client.images.get(tag).id)
+            except docker.errors.ImageNotFound:
+                return None
 
     def build(self, context: Path, tag: str, kind: str) -> str:
         """Build `context/Dockerfile` as `tag`; the log's tail goes into the error on failure."""
@@ -130,7 +148,7 @@ class DockerEngine:
                 if "error" in chunk:
                     raise ImageBuildError(f"building {tag} failed: {chunk['error'].strip()}",
                                           hint="".join(tail)[-3000:] or None)
-        except docker.errors.APIError as exc:
+        except ENGINE_ERRORS as exc:
             raise ImageBuildError(f"building {tag} failed: {exc}") from None
         image_id = self.image_id(tag)
         if image_id is None:
@@ -139,7 +157,7 @@ class DockerEngine:
 
     def import_rootfs(self, tarball: Path, tag: str, kind: str) -> str:
         repo, _, version = tag.partition(":")
-        with tarball.open("rb") as f:
+        with tarball.open("rb") as f, engine_errors(f"importing {tarball}"):
             self.client.api.import_image_from_data(
                 f, repository=repo, tag=version, changes=[f"LABEL {IMAGE_LABEL}={kind}"]
             )
@@ -150,7 +168,9 @@ class DockerEngine:
 
     def images(self) -> list[ImageInfo]:
         out = []
-        for img in self.client.images.list(filters={"label": IMAGE_LABEL}):
+        with engine_errors("listing images"):
+            found = self.client.images.list(filters={"label": IMAGE_LABEL})
+        for img in found:
             for tag in img.tags or ["<none>"]:
                 out.append(ImageInfo(tag=tag, id=img.id, size_bytes=int(img.attrs.get("Size", 0)),
                                      kind=img.labels.get(IMAGE_LABEL, "?"),
@@ -162,7 +182,7 @@ class DockerEngine:
             self.client.images.remove(tag, noprune=False)
         except docker.errors.ImageNotFound:
             pass
-        except docker.errors.APIError as exc:
+        except ENGINE_ERRORS as exc:
             raise InfraError(f"cannot remove image {tag}: {exc}") from None
 
     # -- containers ------------------------------------------------------------------------
@@ -173,8 +193,9 @@ class DockerEngine:
         except docker.errors.ImageNotFound:
             raise InfraError(f"image {spec.image} is missing",
                              hint="run `grader images build`") from None
-        except docker.errors.APIError as exc:
-            raise InfraError(f"cannot start a {spec.role} container: {exc}") from None
+        except ENGINE_ERRORS as exc:
+            raise InfraError(f"cannot start a {spec.role} container: {exc}",
+                             hint=ENGINE_HINT) from None
         running = RunningContainer(container, spec)
         try:
             yield running
@@ -189,12 +210,13 @@ class DockerEngine:
         """Remove containers left by grader sessions (all of them, or one session's)."""
         label = SESSION_LABEL if session is None else f"{SESSION_LABEL}={session}"
         gone = 0
-        for c in self.client.containers.list(all=True, filters={"label": label}):
-            try:
-                c.remove(force=True)
-                gone += 1
-            except docker.errors.NotFound:
-                pass
+        with engine_errors("removing leftover containers"):
+            for c in self.client.containers.list(all=True, filters={"label": label}):
+                try:
+                    c.remove(force=True)
+                    gone += 1
+                except docker.errors.NotFound:
+                    pass
         return gone
 
 
@@ -210,12 +232,21 @@ class RunningContainer:
 
     def attrs(self) -> dict[str, Any]:
         """`docker inspect` of the container."""
-        self.container.reload()
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            # Only the grader removes its containers; the entry cannot reach the engine.
+            raise InfraError(f"the {self.spec.role} container {self.id[:12]} vanished "
+                             "(removed from outside the grader)", hint=ENGINE_HINT) from None
+        except ENGINE_ERRORS as exc:
+            raise InfraError(f"the Docker engine failed while watching the {self.spec.role} "
+                             f"container: {exc}", hint=ENGINE_HINT) from None
         attrs: dict[str, Any] = self.container.attrs
         return attrs
 
     def exec(self, cmd: list[str]) -> tuple[int, str]:
-        res = self.container.exec_run(cmd, user=self.spec.user, demux=False)
+        with engine_errors(f"running a command in the {self.spec.role} container"):
+            res = self.container.exec_run(cmd, user=self.spec.user, demux=False)
         return int(res.exit_code), (res.output or b"").decode("utf-8", "replace")
 
     def running(self) -> bool:
@@ -255,6 +286,9 @@ class RunningContainer:
             self.container.kill()
         except docker.errors.APIError:
             pass  # already gone
+        except requests.exceptions.RequestException as exc:
+            raise InfraError(f"the Docker engine failed while killing the {self.spec.role} "
+                             f"container: {exc}", hint=ENGINE_HINT) from None
         for _ in range(100):
             if not self.attrs()["State"]["Running"]:
                 return
@@ -271,8 +305,8 @@ class RunningContainer:
                     truncated = True
                     del buf[cap:]
                     break
-        except docker.errors.APIError:
-            pass
+        except ENGINE_ERRORS:
+            pass  # the logs are evidence for people, not for the verdict
         return buf.decode("utf-8", "replace"), truncated
 
     def remove(self) -> None:
@@ -280,5 +314,6 @@ class RunningContainer:
             self.container.remove(force=True)
         except docker.errors.NotFound:
             pass
-        except docker.errors.APIError as exc:
-            raise InfraError(f"cannot remove container {self.id[:12]}: {exc}") from None
+        except ENGINE_ERRORS as exc:
+            raise InfraError(f"cannot remove container {self.id[:12]}: {exc}",
+                             hint=ENGINE_HINT) from None

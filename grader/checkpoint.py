@@ -1,0 +1,198 @@
+"""Checkpoints of a run, so that `grader run --resume` finishes it without redoing work.
+
+In the run's out dir:
+
+    seed.secret                        the run's seed secret (hex, 0600), written before grading
+    .checkpoint/run.json               what the results depend on (`RunKey`) and the secret's
+                                       commitment (never the secret itself)
+    .checkpoint/problems/<id>.json     one finished problem: its ProblemResult, image, device
+
+Every file is written whole or not at all (a temporary file, then `os.replace`). A fresh run
+forgets any earlier checkpoint in its out dir; `--resume` refuses a checkpoint of another run
+(another bundle, suite, policy, device, shapes...) and says what differs. A problem whose
+checkpointed verdict is infra_error is graded again on resume: that was the grader's failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from grader.errors import InfraError, UsageError
+from grader.report.model import ProblemResult
+from grader.verdicts import Verdict
+
+CHECKPOINT_DIR = ".checkpoint"
+SECRET_FILE = "seed.secret"
+FORMAT = 1
+RESUME_HINT = "free space or fix the host, then run the same command with --resume"
+
+
+@contextmanager
+def host_fs(what: str, hint: str | None = RESUME_HINT) -> Iterator[None]:
+    """Turn a host filesystem failure (ENOSPC, EACCES, EROFS...) into an InfraError."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise InfraError(f"{what}: {exc.strerror or exc}{where}", hint=hint) from None
+
+
+def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write `path` whole or not at all; the file has `mode` from its first byte."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise
+
+
+def commitment(secret: bytes) -> str:
+    return hashlib.sha256(secret).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunKey:
+    """Everything a problem's result depends on, besides the seed secret."""
+
+    grader_version: str
+    bundle_sha256: str
+    suite: str
+    suite_version: str
+    policy: str
+    device: str
+    hardware: str
+    runtime: str
+    shapes: str
+    seeds_per_shape: int
+
+    def differences(self, now: RunKey) -> list[str]:
+        return [f"{f.name}: {getattr(self, f.name)!r} in the checkpoint, "
+                f"{getattr(now, f.name)!r} now"
+                for f in fields(self) if getattr(self, f.name) != getattr(now, f.name)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """One problem as the checkpoint keeps it."""
+
+    result: ProblemResult
+    image_id: str | None = None  # for the report's environment.images
+    device_name: str | None = None  # the reference's device, for the hardware profile
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, "result": self.result.model_dump(mode="json"),
+                           "image_id": self.image_id, "device_name": self.device_name},
+                          indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Finished:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError("not a checkpoint of this format")
+        return cls(result=ProblemResult.model_validate(data["result"]),
+                   image_id=data.get("image_id"), device_name=data.get("device_name"))
+
+
+class Checkpoint:
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.dir = out_dir / CHECKPOINT_DIR
+        self.problems_dir = self.dir / "problems"
+        self.run_file = self.dir / "run.json"
+        self.secret_file = out_dir / SECRET_FILE
+
+    def problem_file(self, problem: str) -> Path:
+        return self.problems_dir / f"{problem}.json"
+
+    def start(self, key: RunKey, secret: bytes) -> None:
+        """A fresh run: forget any earlier checkpoint, save the secret, then the key."""
+        with host_fs(f"cannot start the checkpoint in {self.out_dir}",
+                     hint="free space in the out dir (-o) or choose another one"):
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            if self.dir.exists():
+                shutil.rmtree(self.dir)
+            self.problems_dir.mkdir(parents=True)
+            atomic_write(self.secret_file, secret.hex() + "\n", mode=0o600)
+            atomic_write(self.run_file, json.dumps(
+                {"format": FORMAT, "key": asdict(key), "seed_commitment": commitment(secret)},
+                indent=1) + "\n")
+
+    def save(self, done: Finished) -> None:
+        with host_fs(f"cannot checkpoint problem {done.result.id}"):
+            atomic_write(self.problem_file(done.result.id), done.to_json() + "\n")
+
+    def resume(self, key: RunKey, secret: bytes | None) -> tuple[bytes, dict[str, Finished]]:
+        """Check that the checkpoint is this run's; return its secret and finished problems
+        (but those whose verdict was infra_error, which are graded again)."""
+        try:
+            saved = json.loads(self.run_file.read_text(encoding="utf-8"))
+            if saved.get("format") != FORMAT:
+                raise ValueError(f"format {saved.get('format')!r}")
+            was = RunKey(**saved["key"])
+            committed = str(saved["seed_commitment"])
+        except FileNotFoundError:
+            raise UsageError(f"--resume: no checkpoint in {self.out_dir}",
+                             hint="pass the -o of the run to resume, or leave out --resume "
+                             "for a fresh run") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"--resume: the checkpoint {self.run_file} is unreadable: {exc}",
+                             hint="leave out --resume for a fresh run") from None
+        diffs = was.differences(key)
+        if diffs:
+            raise UsageError("--resume: the checkpoint in "
+                             f"{self.out_dir} is of another run: " + "; ".join(diffs),
+                             hint="resume with the same bundle and options, or leave out "
+                             "--resume for a fresh run")
+        found = self._saved_secret()
+        if secret is not None and found is not None and secret != found:
+            raise UsageError("--resume: --seed-secret differs from the checkpoint's seed.secret",
+                             hint="leave out --seed-secret when resuming")
+        use = secret if secret is not None else found
+        if use is None:
+            raise UsageError(f"--resume: {self.secret_file} is missing or unreadable",
+                             hint="pass the run's secret with --seed-secret")
+        if commitment(use) != committed:
+            raise UsageError("--resume: the seed secret does not match the checkpoint's "
+                             "commitment", hint="pass the run's own secret with --seed-secret")
+        return use, self._finished()
+
+    def _saved_secret(self) -> bytes | None:
+        try:
+            return bytes.fromhex(self.secret_file.read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            return None
+
+    def _finished(self) -> dict[str, Finished]:
+        out: dict[str, Finished] = {}
+        try:
+            files = sorted(self.problems_dir.glob("*.json"))
+        except OSError:
+            return out
+        for path in files:
+            try:
+                done = Finished.from_json(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, KeyError, TypeError, ValidationError):
+                continue  # truncated or foreign: that problem is graded again
+            if done.result.id == path.stem and done.result.verdict != Verdict.INFRA_ERROR:
+                out[done.result.id] = done
+        return out
+

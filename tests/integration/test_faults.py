@@ -1,0 +1,315 @@
+"""Fault drills against the real engine: what happens when the machinery fails mid-run.
+
+(a) the entry's container is killed from outside; (b) the engine stops answering;
+(c) the disk holding the out dir or $TMPDIR fills up. In each: a clear verdict or a clean
+InfraError, every result already obtained kept in the checkpoint, `--resume` finishing the rest
+without redoing it, and no container of the run left behind.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+import requests.exceptions
+from docker.models.containers import ContainerCollection
+
+from grader.bundle_tools import create_bundle
+from grader.checkpoint import Checkpoint, Finished
+from grader.config import RunConfig
+from grader.detect.policy import load_policy
+from grader.detection import Detector
+from grader.errors import InfraError, UsageError
+from grader.grade import Grader
+from grader.paths import REPO
+from grader.report.model import Report
+from grader.runner import RunRequest, grade_bundle
+from grader.sandbox.docker_engine import DockerEngine
+from grader.verdicts import Verdict
+
+pytestmark = pytest.mark.docker
+ALL = ["vector_add", "rmsnorm", "matmul"]
+
+SLEEPY = '''
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_k(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def kernel(x, y):
+    print("fault-drill: in kernel()", file=sys.stderr, flush=True)
+    time.sleep(600)
+    o = torch.empty_like(x)
+    add_k[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
+    return o
+'''
+
+
+def _bundle(tmp_path: Path, *, sleepy: bool = False) -> Path:
+    src = tmp_path / "entry"
+    shutil.copytree(REPO / "examples" / "triton", src)
+    if sleepy:
+        (src / "kernels" / "vector_add.py").write_text(SLEEPY)
+    bundle = tmp_path / "bundle.tar"
+    create_bundle(src, bundle)
+    return bundle
+
+
+def _grader(cfg: RunConfig, engine: DockerEngine,
+            progress: Callable[[str], None] = lambda _m: None) -> Grader:
+    return Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), progress)
+
+
+def _left(engine: DockerEngine, session: str) -> list[Any]:
+    return list(engine.client.containers.list(
+        all=True, filters={"label": f"grader.session={session}"}))
+
+
+def _verdicts(rep: Report) -> dict[str, Verdict]:
+    return {p.id: p.verdict for p in rep.problems}
+
+
+def _saved(out: Path) -> dict[str, Verdict]:
+    cp = Checkpoint(out)
+    return {p.stem: Finished.from_json(p.read_text()).result.verdict
+            for p in sorted(cp.problems_dir.glob("*.json"))}
+
+
+def _count_grading(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record which problems grade_problem is called for (i.e. really graded)."""
+    graded: list[str] = []
+    real = Grader.grade_problem
+
+    def counting(self: Grader, suite: Any, bundle: Any, *rest: Any) -> Any:
+        graded.append(bundle.id)
+        return real(self, suite, bundle, *rest)
+
+    monkeypatch.setattr(Grader, "grade_problem", counting)
+    return graded
+
+
+def _fill(mount: Path) -> None:
+    """Write zeros into `mount` until the filesystem is full."""
+    block = b"\0" * (1 << 20)
+    with open(mount / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(block)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    # the file stays open-and-closed; what remains is under one page
+
+
+@pytest.fixture()
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 MiB tmpfs: a disk that can be filled in a moment without touching the host's."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Someone `docker kill`s the entry while kernel() runs: the grader cannot tell that from
+    the entry ending itself with exit 137, so it is the entry's runtime_error (an infra_error
+    would let an entry trade a failure for an unscored retry); the rest is graded."""
+    cfg = RunConfig(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out")
+    cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=120.0))
+    grader = _grader(cfg, engine)
+    killed: list[str] = []
+    stop = threading.Event()
+
+    def killer() -> None:
+        deadline = time.monotonic() + 110
+        while not stop.is_set() and time.monotonic() < deadline:
+            for c in engine.client.containers.list(filters={"label": [
+                    f"grader.session={grader.session}", "grader.role=entry"]}):
+                if b"fault-drill: in kernel()" in c.logs():
+                    c.kill()
+                    killed.append(c.id)
+                    return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        rep = grader.run()
+    finally:
+        stop.set()
+        thread.join()
+    assert killed, "the entry container was never seen in kernel()"
+    assert _verdicts(rep) == {"vector_add": Verdict.RUNTIME_ERROR,
+                              "rmsnorm": Verdict.PASSED, "matmul": Verdict.PASSED}
+    va = rep.problems[0]
+    assert all("exit 137" in s.detail for s in va.shapes), [s.detail for s in va.shapes]
+    assert _saved(cfg.out_dir) == _verdicts(rep)
+    assert _left(engine, grader.session) == []
+
+
+def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine stops answering after the first problem: the rest are infra_error, the
+    first is kept, and --resume (engine back) grades only the rest."""
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
+    flaky = DockerEngine()
+    real_run = ContainerCollection.run
+    calls = [0]
+
+    def run(self: ContainerCollection, *args: Any, **kwargs: Any) -> Any:
+        if self.client is flaky.client:
+            calls[0] += 1
+            if calls[0] == 3:  # the first problem had its reference and entry containers
+                raise docker.errors.APIError("500 Server Error: the engine is shutting down")
+            if calls[0] > 3:
+                raise requests.exceptions.ConnectionError("connection refused (fault drill)")
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(ContainerCollection, "run", run)
+    first = _grader(cfg, flaky)
+    rep = first.run()
+    assert _verdicts(rep) == {"vector_add": Verdict.PASSED, "rmsnorm": Verdict.INFRA_ERROR,
+                              "matmul": Verdict.INFRA_ERROR}
+    assert "Docker engine" in rep.problems[2].detail or "container" in rep.problems[2].detail
+    assert "grader bug" not in rep.problems[1].detail + rep.problems[2].detail
+    assert _saved(cfg.out_dir) == _verdicts(rep)
+    assert _left(engine, first.session) == []
+    kept = Checkpoint(cfg.out_dir).problem_file("vector_add").stat().st_mtime_ns
+
+    # another run's options are refused, saying what differs
+    with pytest.raises(UsageError, match="shapes: 'auto' in the checkpoint, 'all' now"):
+        _grader(replace(cfg, resume=True, shapes="all"), engine).run()
+
+    graded = _count_grading(monkeypatch)
+    second = _grader(replace(cfg, resume=True), engine)
+    again = second.run()
+    assert graded == ["rmsnorm", "matmul"]
+    assert _verdicts(again) == dict.fromkeys(ALL, Verdict.PASSED)
+    assert [p.id for p in again.problems] == ALL
+    assert second.secret == first.secret
+    assert again.environment.seed_commitment == rep.environment.seed_commitment
+    assert Checkpoint(cfg.out_dir).problem_file("vector_add").stat().st_mtime_ns == kept
+    assert _saved(cfg.out_dir) == _verdicts(again)
+    assert _left(engine, second.session) == []
+
+
+def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The out dir's disk fills while the second problem is graded: its checkpoint cannot be
+    written, so the run stops with an InfraError (no further problem starts) and keeps the
+    first; once there is space, --resume grades the rest and writes the reports."""
+    out = small_disk / "out"
+    bundle = _bundle(tmp_path)
+    cfg = RunConfig(bundle=bundle, out_dir=out)
+
+    def progress(msg: str) -> None:
+        if msg.startswith("rmsnorm: image"):
+            _fill(small_disk)
+
+    first = _grader(cfg, engine, progress)
+    with pytest.raises(InfraError, match="No space left on device") as err:
+        first.run()
+    assert "1 of 3 problem(s) are kept" in err.value.message
+    assert "--resume" in (err.value.hint or "")
+    assert _saved(out) == {"vector_add": Verdict.PASSED}
+    assert not (out / "report.json").exists()
+    assert not [p for p in Checkpoint(out).problems_dir.iterdir() if p.suffix != ".json"]
+    assert _left(engine, first.session) == []
+    kept = Checkpoint(out).problem_file("vector_add").stat().st_mtime_ns
+
+    (small_disk / "filler").unlink()
+    graded = _count_grading(monkeypatch)
+    rep = grade_bundle(RunRequest(bundle=bundle, out_dir=out, resume=True, quiet=True))
+    assert graded == ["rmsnorm", "matmul"]
+    assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
+    assert (out / "report.json").is_file() and (out / "report.html").is_file()
+    assert Checkpoint(out).problem_file("vector_add").stat().st_mtime_ns == kept
+    assert (out / "seed.secret").read_text().strip() == first.secret.hex()
+
+
+def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """$TMPDIR (the work folders, the inputs handed to containers) fills during the second
+    problem: that problem and the next are infra_error, the report is still written, and
+    --resume re-grades only them."""
+    work = small_disk / "tmp"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
+
+    def progress(msg: str) -> None:
+        if msg.startswith("rmsnorm: image"):
+            _fill(small_disk)
+
+    first = _grader(cfg, engine, progress)
+    rep = first.run()
+    assert _verdicts(rep) == {"vector_add": Verdict.PASSED, "rmsnorm": Verdict.INFRA_ERROR,
+                              "matmul": Verdict.INFRA_ERROR}
+    for p in rep.problems[1:]:
+        assert p.detail.startswith("host filesystem: No space left on device"), p.detail
+    assert _saved(cfg.out_dir) == _verdicts(rep)
+    assert _left(engine, first.session) == []
+    assert os.listdir(work) == []  # every work folder was removed, tmpfs mounts included
+
+    (small_disk / "filler").unlink()
+    graded = _count_grading(monkeypatch)
+    second = _grader(replace(cfg, resume=True), engine)
+    again = second.run()
+    assert graded == ["rmsnorm", "matmul"]
+    assert _verdicts(again) == dict.fromkeys(ALL, Verdict.PASSED)
+    assert _left(engine, second.session) == []
+
+
+def test_a_full_out_dir_from_the_start_is_a_clean_infra_error(small_disk: Path,
+                                                              tmp_path: Path) -> None:
+    """`grader run` into a full disk: exit 30 and one line of error, never a traceback, and
+    nothing half-written (the secret and the checkpoint are written whole or not at all)."""
+    bundle = _bundle(tmp_path)
+    _fill(small_disk)
+    out = small_disk / "out"
+    res = subprocess.run([sys.executable, "-m", "grader", "run", str(bundle), "-o", str(out)],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert res.returncode == 30, res.stderr
+    assert res.stderr.startswith("error: cannot start the checkpoint"), res.stderr
+    assert "No space left on device" in res.stderr and "Traceback" not in res.stderr
+    assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def test_a_full_tmpdir_from_the_start_is_an_infra_error(engine, small_disk: Path,  # type: ignore[no-untyped-def]
+                                                        tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full $TMPDIR when the bundle is unpacked. (A fresh `python` would not even pick a
+    full $TMPDIR: tempfile probes it with a write and falls back to /tmp.)"""
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
+    _fill(small_disk)
+    monkeypatch.setattr(tempfile, "tempdir", str(small_disk))
+    with pytest.raises(InfraError, match="cannot unpack the bundle: No space left on device"):
+        _grader(cfg, engine).run()
+    assert os.listdir(small_disk) == ["filler"]
