@@ -115,11 +115,12 @@ class Grader:
     def grade_problem(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
                       runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
         shapes = select_shapes(bundle, self.cfg)
-        base = {"id": bundle.id, "operator": bundle.problem.operator}
+        base = ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+                             verdict=Verdict.MISSING)
         kernel = sub.kernel_path(bundle.id)
         if kernel is None:
             rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
-            return ProblemResult(**base, verdict=Verdict.MISSING, shapes=rs)
+            return base.model_copy(update={"shapes": rs})
         rel = sub.manifest.problems[bundle.id].file
         source = kernel.read_text(encoding="utf-8", errors="replace")
         static = self.detector.static(source, rel)
@@ -146,8 +147,9 @@ class Grader:
                 detail = "the reference run failed" + (f" on {failed}" if failed else "")
                 rs = whole_problem(shapes, Verdict.INFRA_ERROR, detail,
                                    tail(errs[0] if errs else ref.exit.logs))
-                return ProblemResult(**base, verdict=Verdict.INFRA_ERROR, shapes=rs,
-                                     findings=static, kernel_file=rel, image=image.tag)
+                return base.model_copy(update={
+                    "verdict": Verdict.INFRA_ERROR, "shapes": rs, "findings": static,
+                    "kernel_file": rel, "image": image.tag})
             phases["reference"] = ref.exit.wall_s
             self.device_name = self.device_name or ref.out.result.device_name
             self.progress(f"{bundle.id}: entry")
@@ -162,10 +164,10 @@ class Grader:
                                         max_output_bytes=limits.output_bytes)
         verdict = worst([r.verdict for r in results])
         self.progress(f"{bundle.id}: done ({verdict})")
-        return ProblemResult(**base, verdict=verdict, shapes=results, findings=static,
-                             kernel_file=rel, image=image.tag, wall_s=time.monotonic() - t0,
-                             detail=verdict.message, stderr_excerpt=tail(entry.exit.logs),
-                             phases_s=phases)
+        return base.model_copy(update={
+            "verdict": verdict, "shapes": results, "findings": static, "kernel_file": rel,
+            "image": image.tag, "wall_s": time.monotonic() - t0, "detail": verdict.message,
+            "stderr_excerpt": tail(entry.exit.logs), "phases_s": phases})
 
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""

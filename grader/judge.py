@@ -164,9 +164,8 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
         return [r.model_copy(update={"findings": forged}) for r in results]
     if failure is not None:
         verdict, detail = failure
-        excerpt = tail(entry.out.ready.error) if entry.out.ready and entry.out.ready.error \
-            else logs
-        return whole_problem(shapes, verdict, detail, excerpt)
+        ready_error = entry.out.ready.error if entry.out.ready else None
+        return whole_problem(shapes, verdict, detail, tail(ready_error) if ready_error else logs)
     assert entry.out.result is not None
     results = []
     for shape in shapes:
