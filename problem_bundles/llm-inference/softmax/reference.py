@@ -1,0 +1,23 @@
+"""Reference for `softmax`: softmax over the vocabulary of bf16 logits, fp32 inside and out."""
+
+from __future__ import annotations
+
+import torch
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    xf = x.to(torch.float32)
+    e = torch.exp(xf - xf.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def make_inputs(seed: int, device: str, *, tokens: int, vocab: int) -> tuple[torch.Tensor]:
+    """Logits with a per-token spread (sigma in [1, 4]) and, per token, four candidate tokens
+    raised by 8-16: from near-flat rows to confident ones."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    sigma = torch.rand(tokens, 1, generator=gen, dtype=torch.float32) * 3.0 + 1.0
+    x = torch.randn(tokens, vocab, generator=gen, dtype=torch.float32) * sigma
+    peaks = torch.randint(0, vocab, (tokens, 4), generator=gen)
+    boost = torch.rand(tokens, 4, generator=gen, dtype=torch.float32) * 8.0 + 8.0
+    x.scatter_add_(1, peaks, boost)
+    return (x.to(torch.bfloat16).to(device),)
