@@ -140,21 +140,21 @@ def run_entry() -> int:
     job = _wait_for_job()
     device = job["device"]
     results: dict[str, Any] = {}
-    warmed = not device.startswith("cuda")
+    warmed: set[str] = set()  # shapes whose first (untraced) call has been made
     for case in job["cases"]:
         cid = case["id"]
         try:
             inputs = tensors.load(IN / f"{cid}.in", device=device)
-            if not warmed:
-                # One untraced call first: autotuning and compilation on the first call would
-                # otherwise drown the kernel's own device time (seen on the H200, 2026-11-29).
-                # On a timing set, never on this case's inputs: an untraced call on them would
-                # let a fallback compute there and replay its answer in the traced call.
-                warmed = True
-                warm_ids = [i for ids in job.get("timing", {}).values() for i in ids]
-                if warm_ids:
-                    kernel(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
-                    _sync(device)
+            shape = cid.rsplit(".", 1)[0]
+            warm_ids = job.get("timing", {}).get(shape, [])
+            if shape not in warmed and warm_ids:
+                # One untraced call per shape first: autotuning and compilation on a shape's
+                # first call would otherwise drown the kernel's own device time (seen on the
+                # H200, 2026-11-29). On a timing set, never on this case's inputs: an untraced
+                # call on them would let a fallback compute there and replay it when traced.
+                warmed.add(shape)
+                kernel(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
+                _sync(device)
             tracer = Tracer(device=device, profile_device=device.startswith("cuda"))
             start = time.perf_counter()
             with tracer:
