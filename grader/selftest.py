@@ -16,6 +16,7 @@ from grader.detect.policy import load_policy
 from grader.detection import Detector
 from grader.grade import Grader
 from grader.paths import REPO
+from grader.report.model import Report
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
 
@@ -29,6 +30,7 @@ class CaseResult:
     got: dict[str, Verdict]
     known_hole: str | None  # the case.toml's `xfail` reason, if any
     leftovers: int  # containers of the run still there afterwards
+    report: Report
 
     @property
     def ok(self) -> bool:
@@ -57,7 +59,7 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path) -> CaseResult:
     return CaseResult(case=f"{case.parent.name}/{case.name}",
                       expected={pid: Verdict(v) for pid, v in spec["expect"].items()},
                       got={p.id: p.verdict for p in report.problems},
-                      known_hole=spec.get("xfail"), leftovers=len(left))
+                      known_hole=spec.get("xfail"), leftovers=len(left), report=report)
 
 
 def run_selftest(groups: tuple[str, ...], engine: DockerEngine) -> list[CaseResult]:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import tempfile
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from grader.grade import Grader
 from grader.paths import REPO
 from grader.report.model import Report
 from grader.report.render import FORMATS, write_reports
+from grader.selftest import grade_case
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker
@@ -33,18 +33,9 @@ HOSTILE = Path(__file__).resolve().parents[1] / "cases" / "hostile"
 
 
 def _grade(name: str, engine, tmp_path: Path) -> Report:  # type: ignore[no-untyped-def]
-    case = HOSTILE / name
-    spec = tomllib.loads((case / "case.toml").read_text())
-    bundle = tmp_path / "bundle.tar"
-    create_bundle(case / "submission", bundle)
-    cfg = RunConfig(bundle=bundle, out_dir=tmp_path / "out", shapes=spec.get("shapes", "smoke"),
-                    problems=tuple(spec.get("problems", ())), seeds_per_shape=2)
-    cfg = replace(cfg, entry_limits=replace(cfg.entry_limits,
-                                            wall_s=float(spec.get("timeout_s", 120)),
-                                            memory_bytes=2 << 30))
-    report = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None).run()
-    assert not engine.client.containers.list(all=True, filters={"label": "grader.session"})
-    return report
+    result = grade_case(engine, HOSTILE / name, tmp_path)
+    assert result.leftovers == 0  # none of this run's containers is left
+    return result.report
 
 
 def _host_cmdlines() -> list[bytes]:
