@@ -14,13 +14,9 @@ from grader.suite import load_suite
 SUITE = PROBLEM_BUNDLES / "llm-inference"
 
 
-def test_suite_loads_with_phases_and_smoke_shapes() -> None:
-    suite = load_suite(SUITE)
-    assert len(suite.problems) >= 10
-    for b in suite.problems.values():
-        phases = {s.phase for s in b.problem.shapes if not s.smoke}
-        assert phases == {"prefill", "decode"}, b.id
-        assert any(s.smoke for s in b.problem.shapes), b.id
+def test_suite_has_ten_problems() -> None:
+    # shapes, phases and smoke shapes per problem: test_llm_solutions.py
+    assert len(load_suite(SUITE).problems) >= 10
 
 
 def test_weights_are_what_the_script_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
