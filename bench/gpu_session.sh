@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# One call on a lent GPU host (see docs/benchmarks.md): start Docker, grade both examples on the
-# GPU in host-runtime mode (the Triton one three times, for stability), compare the timings
-# with do_bench in a bare process, run the GPU tests; reports and logs go under $OUT.
+# One call on a lent GPU host (see docs/benchmarks.md): start Docker, then run the named steps
+# in order; reports and logs go under $OUT.
+#   bash bench/gpu_session.sh STEP...
+# Steps:
+#   calibrate        grader hardware calibrate -> $OUT/calibrated.toml
+#   hostile          grader selftest --group hostile_gpu --device cuda
+#   examples         examples/triton graded three times (stability) + fidelity vs do_bench
+#   fallback         examples/torch-fallback graded once
+#   tests            pytest --run-docker --run-gpu tests/gpu
+#   suite:DIR[:P,..] the submission folder DIR graded (optionally only problems P,..)
+# With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
 set -uo pipefail
 bash .device/start-dockerd.sh
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -11,15 +19,35 @@ PY=$(python3 -c 'import sys; print(sys.executable)')
   python3 -c 'import sys, torch, triton; print(sys.executable, torch.__version__, triton.__version__)'
 } 2>&1 | tee "$OUT/env.txt"
 python3 -m grader doctor 2>&1 | tee "$OUT/doctor.txt"
-grade() {  # grade EXAMPLE NAME
-  python3 -m grader bundle create "examples/$1" -o "/tmp/$1.tar" >/dev/null
-  /usr/bin/time -f "$2 wall %e s" python3 -m grader run "/tmp/$1.tar" --device cuda \
-    --runtime host --python "$PY" -o "/tmp/rep-$2" --format json,md -q 2>&1 | tail -n 3
-  cp "/tmp/rep-$2/report.json" "$OUT/report-$2.json"
+grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
+  local dir=$1 name=$2; shift 2
+  python3 -m grader bundle create "$dir" -o "/tmp/$name.tar" >/dev/null
+  /usr/bin/time -f "$name wall %e s" python3 -m grader run "/tmp/$name.tar" --device cuda \
+    --runtime host --python "$PY" -o "/tmp/rep-$name" --format json,md -q "$@" 2>&1 | tail -n 3
+  cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json"
+  cp "/tmp/rep-$name/report.md" "$OUT/report-$name.md" 2>/dev/null
 }
-grade triton triton-1
-python3 bench/fidelity.py "$OUT/report-triton-1.json" 2>&1 | tee "$OUT/fidelity.txt"
-grade triton triton-2; grade triton triton-3
-[ "${GPU_TESTS:-0}" = 1 ] && { grade torch-fallback fallback
-  python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu 2>&1 | tail -n 5; }
+steps=("$@")
+[ ${#steps[@]} = 0 ] && steps=(examples)
+[ "${GPU_TESTS:-0}" = 1 ] && steps+=(fallback tests)
+for step in "${steps[@]}"; do
+  echo "== $step ($(date -u +%T))"
+  case $step in
+    calibrate) python3 -m grader hardware calibrate -o "$OUT/calibrated.toml" 2>&1 ;;
+    hostile) python3 -m grader selftest --group hostile_gpu --device cuda 2>&1 \
+               | tee "$OUT/selftest-hostile_gpu.txt" ;;
+    examples) grade examples/triton triton-1
+              python3 bench/fidelity.py "$OUT/report-triton-1.json" 2>&1 | tee "$OUT/fidelity.txt"
+              grade examples/triton triton-2; grade examples/triton triton-3 ;;
+    fallback) grade examples/torch-fallback fallback ;;
+    tests) python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu 2>&1 \
+             | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;
+    suite:*) IFS=: read -r _ dir only <<<"$step"
+             name=$(basename "$dir")${only:+-${only//,/-}}
+             opts=(); IFS=, read -ra ps <<<"$only"
+             for p in "${ps[@]}"; do opts+=(--problem "$p"); done
+             grade "$dir" "$name" "${opts[@]}" ;;
+    *) echo "unknown step: $step" ;;
+  esac
+done
 true

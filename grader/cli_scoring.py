@@ -43,14 +43,15 @@ def hardware_calibrate(base: str, output: Path | None) -> None:
     """Measure this GPU's copy bandwidth and bf16 matmul rate; write them as `[measured]`."""
     from grader.errors import UsageError
     from grader.scoring.apply import profile_for_device
-    from grader.scoring.calibrate import measure, profile_toml, with_measured
-    from grader.scoring.hardware import load_hardware
+    from grader.scoring.calibrate import comments_of, measure, profile_toml, with_measured
+    from grader.scoring.hardware import HARDWARE_DIR, load_hardware
 
     cal = measure()
     name = profile_for_device(cal.device) if base == "auto" else base
     if name is None:
         raise UsageError(f"no profile matches {cal.device!r}", hint="name one with --base")
-    text = profile_toml(with_measured(load_hardware(name), cal))
+    text = profile_toml(with_measured(load_hardware(name), cal),
+                        comments_of(HARDWARE_DIR / f"{name}.toml"))
     click.echo(f"{cal.device}: copy {cal.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 matmul "
                f"{cal.bf16_flops_per_s / 1e12:.0f} TFLOP/s", err=True)
     if output is None:

@@ -212,14 +212,24 @@ def init(problem_id: str, suite_dir: Path) -> None:
 
 @click.command()
 @click.option("--group", "groups", multiple=True, default=["hostile"], show_default=True,
-              help="Case groups under tests/cases/ to grade (hostile, fallback, grading).")
-def selftest(groups: tuple[str, ...]) -> None:
+              help="Case groups under tests/cases/ to grade (hostile, fallback, grading; "
+              "hostile_gpu needs --device cuda).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Grade on the CPU interpreter or on GPU 0.")
+@click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default=None,
+              help="Runtime image kind (default: cpu for --device cpu, host for --device cuda).")
+@click.option("--python", "python", default=None,
+              help="Interpreter inside the container (default: this one, for --runtime host).")
+def selftest(groups: tuple[str, ...], device: str, runtime: str | None,
+             python: str | None) -> None:
     """Grade the hostile-entry suite (or other case groups) on this host and print, case by
     case, the verdict expected and the verdict given. Exits 1 if any differs."""
     from grader.sandbox.docker_engine import DockerEngine
-    from grader.selftest import run_selftest
+    from grader.selftest import Target, run_selftest
 
-    results = run_selftest(groups, DockerEngine())
+    target = Target(device=device, runtime=runtime or ("host" if device == "cuda" else "cpu"),
+                    python=python)
+    results = run_selftest(groups, DockerEngine(), target)
     for r in results:
         mark = "ok  " if r.ok else ("hole" if r.known_hole else "FAIL")
         got = ", ".join(f"{p}={v}" for p, v in r.got.items())

@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.bundle_tools import create_bundle
-from grader.config import RunConfig
 from grader.detect.policy import load_policy
 from grader.detection import Detector
 from grader.grade import Grader
 from grader.paths import REPO
 from grader.report.model import Report
+from grader.runner import RunRequest, to_config
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
 
@@ -42,16 +42,30 @@ def case_dirs(groups: tuple[str, ...]) -> list[Path]:
                   if (p / "case.toml").is_file())
 
 
-def grade_case(engine: DockerEngine, case: Path, workdir: Path) -> CaseResult:
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """Where the cases run: the CPU interpreter (CI), or a GPU (`--device cuda` with a runtime
+    that has CUDA: `host` on our H200, `cuda` with a CUDA base image)."""
+
+    device: str = "cpu"
+    runtime: str = "cpu"
+    python: str | None = None
+
+
+def grade_case(engine: DockerEngine, case: Path, workdir: Path,
+               target: Target = Target()) -> CaseResult:
     spec = tomllib.loads((case / "case.toml").read_text())
     source = REPO / spec["source"] if "source" in spec else case / "submission"
     bundle = workdir / "bundle.tar"
     create_bundle(source, bundle)
-    cfg = RunConfig(bundle=bundle, out_dir=workdir / "out", shapes=spec.get("shapes", "smoke"),
-                    problems=tuple(spec.get("problems", ())), seeds_per_shape=2)
-    cfg = replace(cfg, entry_limits=replace(cfg.entry_limits,
-                                            wall_s=float(spec.get("timeout_s", 120)),
-                                            memory_bytes=2 << 30))
+    cfg = to_config(RunRequest(bundle=bundle, out_dir=workdir / "out",
+                               shapes=spec.get("shapes", "smoke"),
+                               problems=tuple(spec.get("problems", ())), seeds=2,
+                               timeout=float(spec.get("timeout_s", 120)),
+                               device=target.device, runtime=target.runtime,
+                               python=target.python))
+    if target.device == "cpu":  # on a GPU, a CUDA context needs the larger defaults
+        cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=2 << 30))
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
     report = grader.run()
     left = engine.client.containers.list(
@@ -62,12 +76,13 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path) -> CaseResult:
                       known_hole=spec.get("xfail"), leftovers=len(left), report=report)
 
 
-def run_selftest(groups: tuple[str, ...], engine: DockerEngine) -> list[CaseResult]:
+def run_selftest(groups: tuple[str, ...], engine: DockerEngine,
+                 target: Target = Target()) -> list[CaseResult]:
     results = []
     for case in case_dirs(groups):
         work = Path(tempfile.mkdtemp(prefix="grader-selftest-"))
         try:
-            results.append(grade_case(engine, case, work))
+            results.append(grade_case(engine, case, work, target))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return results

@@ -11,6 +11,8 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import takewhile
+from pathlib import Path
 from typing import Any
 
 from grader.errors import UsageError
@@ -52,9 +54,10 @@ def measure(copy_mib: int = 2048, matmul_n: int = 8192, reps: int = 20) -> Calib
 
     copy_s = median_s(lambda: dst.copy_(src))
     mm_s = median_s(lambda: a @ b)
+    # Four significant figures: run-to-run noise is larger than the fifth.
     return Calibration(device=torch.cuda.get_device_name(),
-                       copy_bytes_per_s=2 * src.numel() / copy_s,
-                       bf16_flops_per_s=2 * matmul_n**3 / mm_s)
+                       copy_bytes_per_s=float(f"{2 * src.numel() / copy_s:.4g}"),
+                       bf16_flops_per_s=float(f"{2 * matmul_n**3 / mm_s:.4g}"))
 
 
 def with_measured(profile: HardwareProfile, cal: Calibration,
@@ -74,8 +77,12 @@ def with_measured(profile: HardwareProfile, cal: Calibration,
 def _value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, float)):
+    if isinstance(v, int):
         return repr(v)
+    if isinstance(v, float):
+        # The shortest form that reads back exactly: 4.8e+12 rather than 4800000000000.0.
+        text = next(t for t in (f"{v:.{p}g}" for p in range(1, 18)) if float(t) == v)
+        return text if any(c in text for c in ".en") else text + ".0"  # n: nan, inf
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)  # JSON string escapes are valid TOML ones
     if isinstance(v, list):
@@ -93,9 +100,19 @@ def _tables(data: dict[str, Any], prefix: str, out: list[str]) -> None:
             _tables(v, f"{prefix}.{k}" if prefix else k, out)
 
 
-def profile_toml(profile: HardwareProfile) -> str:
-    """The profile as a TOML file that `load_hardware` reads back to an equal profile."""
-    lines = [f"# Hardware profile {profile.name}; [measured] written by grader hardware "
-             "calibrate."]
+def comments_of(path: Path) -> list[str]:
+    """The comment lines that open a profile file (none if it does not exist), but the line
+    profile_toml adds itself."""
+    if not path.is_file():
+        return []
+    lines = takewhile(lambda line: line.startswith("#"), path.read_text().splitlines())
+    return [line for line in lines if "written by grader hardware calibrate" not in line]
+
+
+def profile_toml(profile: HardwareProfile, header: list[str] | None = None) -> str:
+    """The profile as a TOML file that `load_hardware` reads back to an equal profile;
+    `header`: comment lines to open it with (e.g. those of the base profile's file)."""
+    lines = [*(header or []), f"# Hardware profile {profile.name}; [measured] written by "
+             "grader hardware calibrate."]
     _tables(profile.model_dump(mode="json", exclude_none=True), "", lines)
     return "\n".join(lines) + "\n"

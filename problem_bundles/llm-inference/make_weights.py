@@ -21,7 +21,7 @@ from pathlib import Path
 
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline
-from grader.suite import load_problem
+from grader.suite import load_problem, load_suite
 
 HERE = Path(__file__).resolve().parent
 PREFILL_SHARE = 0.35
@@ -34,8 +34,8 @@ CALLS = {"gemm_bf16": 4.0, "rms_norm": 1.0, "fused_add_rms_norm": 1.0, "silu_and
 def weights(hardware: str, prefill_share: float) -> list[tuple[str, str, float]]:
     profile = load_hardware(hardware)
     terms: dict[str, list[tuple[str, str, float]]] = {"prefill": [], "decode": []}
-    for folder in sorted(p for p in HERE.iterdir() if (p / "problem.toml").is_file()):
-        problem = load_problem(folder).problem
+    for pid in sorted(load_suite(HERE).problems):  # the suite's problems, not every folder
+        problem = load_problem(HERE / pid).problem
         for shape in problem.shapes:
             if shape.smoke:
                 continue
