@@ -1,93 +1,111 @@
-"""The llm-inference baseline table: per problem, the roofline fraction of our Triton solutions,
-of a pure-PyTorch entry and of the reference as-is, from reports graded on a GPU.
+"""The baseline table of a suite: per problem, the roofline fraction of our Triton solutions, of
+a pure-PyTorch entry and of the reference as-is, on a GPU.
 
-    python bench/baseline.py --solutions R1.json [R2.json...] --torch T1.json [T2.json...] \
-        [--suite problem_bundles/llm-inference] [--hardware h200]
+    python bench/baseline.py --bare RESULTS.json [...]               # from bench/baseline_bare.py
+    python bench/baseline.py --solutions R.json [...] --torch T.json [...]   # from graded reports
+    options: [--suite problem_bundles/llm-inference] [--hardware h200]
 
-Several reports per entry are merged (a suite graded in parts, e.g. one report per half of the
-problems). Per shape, fraction = T_roofline / T_measured (median of the timed loop); per problem,
-the median over its scored (non-smoke) shapes, the rule the scores use. Unlike S, these
+Per shape, fraction = T_roofline / T_measured (median device time of the timed loop); per
+problem, the median over its scored (non-smoke) shapes, the rule the scores use. Unlike S, the
 fractions ignore the verdict (the PyTorch entry is graded `fallback`, so its S is 0): they say
-how close to the chip each implementation runs. The reference column comes from the reference
-container's own timings, which every grading records. Prints a Markdown table, then checks that
-no fraction exceeds 1 and lists any below 0.01.
+how close to the chip each implementation runs. From graded reports, the reference column is
+the reference container's own timing, which every grading records; several reports per entry
+are merged (a suite graded in parts). Prints a Markdown table, then every fraction above 1
+(impossible: a wrong roofline or a broken timer) or below 0.01 (a roofline that is absurdly
+generous, or an implementation that is absurdly slow).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from pathlib import Path
 
+from grader.formats.problem import Problem
 from grader.report.model import Report
-from grader.scoring.hardware import load_hardware
+from grader.scoring.hardware import HardwareProfile, load_hardware
 from grader.scoring.roofline import roofline
 from grader.suite import load_suite
 
 ABSURDLY_SMALL = 0.01
+COLUMNS = ("triton", "torch", "reference")
+# problem -> column -> shape -> fraction
+Table = dict[str, dict[str, dict[str, float]]]
 
 
-def fractions(reports: list[Report], suite_dir: Path, hardware: str
-              ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, set[str]]]:
-    """problem -> column ("entry", "reference") -> shape -> fraction; and problem -> the
-    verdicts of its scored shapes."""
-    suite = load_suite(suite_dir)
-    profile = load_hardware(hardware)
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    verdicts: dict[str, set[str]] = {}
+def _fraction(problem: Problem, shape_id: str, profile: HardwareProfile, median_us: float
+              ) -> float:
+    shape = next(s for s in problem.shapes if s.id == shape_id)
+    return roofline(problem, shape, profile).t_s / (median_us * 1e-6)
+
+
+def from_reports(reports: list[Report], column: str, problems: dict[str, Problem],
+                 profile: HardwareProfile, table: Table, notes: dict[str, set[str]]) -> None:
+    """Fill `column` (and the reference column) from graded reports; notes get the verdicts."""
     for rep in reports:
         for pr in rep.problems:
-            problem = suite.problems[pr.id].problem
-            shapes = {s.id: s for s in problem.shapes}
-            cols = out.setdefault(pr.id, {"entry": {}, "reference": {}})
+            cols = table.setdefault(pr.id, {c: {} for c in COLUMNS})
             for sr in pr.shapes:
                 if sr.smoke:
                     continue
-                t_roof = roofline(problem, shapes[sr.id], profile).t_s
-                for col, timing in (("entry", sr.timing), ("reference", sr.reference_timing)):
+                for col, timing in ((column, sr.timing), ("reference", sr.reference_timing)):
                     if timing is not None and timing.median_us > 0:
-                        cols[col][sr.id] = t_roof / (timing.median_us * 1e-6)
-                verdicts.setdefault(pr.id, set()).add(sr.verdict.value)
-    return out, verdicts
+                        cols[col][sr.id] = _fraction(problems[pr.id], sr.id, profile,
+                                                     timing.median_us)
+                notes.setdefault(pr.id, set()).add(f"{column} {sr.verdict.value}")
 
 
-def _median(values: dict[str, float]) -> float | None:
-    return statistics.median(values.values()) if values else None
+def from_bare(paths: list[Path], problems: dict[str, Problem], profile: HardwareProfile,
+              table: Table, notes: dict[str, set[str]]) -> None:
+    """Fill every column from bench/baseline_bare.py's results; notes get the failures."""
+    for path in paths:
+        for row in json.loads(path.read_text())["shapes"]:
+            cols = table.setdefault(row["problem"], {c: {} for c in COLUMNS})
+            for col in COLUMNS:
+                got = row.get(col, {})
+                if "median_us" in got:
+                    cols[col][row["shape"]] = _fraction(problems[row["problem"]], row["shape"],
+                                                        profile, got["median_us"])
+                if got.get("correct") is False or "error" in got:
+                    notes.setdefault(row["problem"], set()).add(f"{col} failed on {row['shape']}")
 
 
-def _fmt(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3f}"
+def render(table: Table, notes: dict[str, set[str]]) -> str:
+    def cell(values: dict[str, float]) -> str:
+        return f"{statistics.median(values.values()):.3f}" if values else "–"
+
+    lines = ["| problem | shapes | Triton solution | PyTorch entry | reference | notes |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    flagged = []
+    for pid in sorted(table):
+        cols = table[pid]
+        n = max(len(v) for v in cols.values())
+        lines.append(f"| {pid} | {n} | {cell(cols['triton'])} | {cell(cols['torch'])} | "
+                     f"{cell(cols['reference'])} | {', '.join(sorted(notes.get(pid, ())))} |")
+        flagged += [f"  {pid}/{shape} {col} {f:.4f}" for col in COLUMNS
+                    for shape, f in cols[col].items() if f > 1.0 or f < ABSURDLY_SMALL]
+    lines += ["", "outside (0.01, 1]:" if flagged else "every fraction in (0.01, 1]", *flagged]
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--solutions", nargs="+", type=Path, required=True)
-    ap.add_argument("--torch", nargs="+", type=Path, required=True)
+    ap.add_argument("--bare", nargs="+", type=Path, default=[])
+    ap.add_argument("--solutions", nargs="+", type=Path, default=[])
+    ap.add_argument("--torch", nargs="+", type=Path, default=[])
     ap.add_argument("--suite", type=Path, default=Path("problem_bundles/llm-inference"))
     ap.add_argument("--hardware", default="h200")
     args = ap.parse_args()
-    load = lambda paths: [Report.model_validate_json(p.read_text()) for p in paths]  # noqa: E731
-    sol, verdicts = fractions(load(args.solutions), args.suite, args.hardware)
-    tor, _ = fractions(load(args.torch), args.suite, args.hardware)
-    print("| problem | shapes | Triton solution | verdict | PyTorch entry | reference |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    flagged = []
-    for pid in sorted(set(sol) | set(tor)):
-        s, t = sol.get(pid, {}), tor.get(pid, {})
-        n = len(s.get("entry", {}) or t.get("entry", {}))
-        seen = ", ".join(sorted(verdicts.get(pid, ())))
-        print(f"| {pid} | {n} | {_fmt(_median(s.get('entry', {})))} | {seen} "
-              f"| {_fmt(_median(t.get('entry', {})))} "
-              f"| {_fmt(_median(s.get('reference', {}) or t.get('reference', {})))} |")
-        for col, cols in (("solution", s), ("torch", t)):
-            for kind in ("entry", "reference"):
-                for shape, f in cols.get(kind, {}).items():
-                    if f > 1.0 or f < ABSURDLY_SMALL:
-                        flagged.append(f"{pid}/{shape} {col}:{kind} {f:.4f}")
-    print()
-    print("outside (0.01, 1]:" if flagged else "every fraction in (0.01, 1]")
-    for line in flagged:
-        print("  " + line)
+    problems = {pid: b.problem for pid, b in load_suite(args.suite).problems.items()}
+    profile = load_hardware(args.hardware)
+    table: Table = {}
+    notes: dict[str, set[str]] = {}
+    from_bare(args.bare, problems, profile, table, notes)
+    for column, paths in (("triton", args.solutions), ("torch", args.torch)):
+        reports = [Report.model_validate_json(p.read_text()) for p in paths]
+        from_reports(reports, column, problems, profile, table, notes)
+    print(render(table, notes))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ PREFILL_SHARE = 0.35
 # Calls per layer and forward pass (a Llama-style block: 4 projections, 2 norms, one RoPE...).
 CALLS = {"gemm_bf16": 4.0, "rms_norm": 1.0, "fused_add_rms_norm": 1.0, "silu_and_mul": 1.0,
          "rope": 1.0, "reshape_and_cache": 1.0, "moe_topk_softmax": 1.0,
-         "fp8_per_token_quant": 2.0, "softmax": 1.0 / 32, "embedding": 1.0 / 32}
+         "fp8_per_token_quant": 2.0, "softmax": 1.0 / 32, "embedding": 1.0 / 32,
+         "gelu_tanh_and_mul": 1.0, "fp8_block_gemm": 4.0, "fp8_per_group_quant": 2.0,
+         "attention_prefill": 1.0, "paged_attention_decode": 1.0}
 
 
 def weights(hardware: str, prefill_share: float) -> list[tuple[str, str, float]]:

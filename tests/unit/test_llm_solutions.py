@@ -1,6 +1,6 @@
 """Every llm-inference problem folder loads, its make_inputs is seeded, and our Triton
-solution matches the reference on every smoke shape under Triton's CPU interpreter (one
-subprocess for all cases)."""
+solution and the pure-PyTorch baseline entry match the reference on every smoke shape under
+Triton's CPU interpreter (one subprocess for all cases)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.suite import ProblemBundle, load_suite
 
 KERNELS = REPO / "solutions" / "llm-inference" / "kernels"
+TORCH_KERNELS = REPO / "solutions" / "llm-inference-torch" / "kernels"
 BUNDLES: dict[str, ProblemBundle] = dict(load_suite(PROBLEM_BUNDLES / "llm-inference").problems)
 PROBLEMS = sorted(BUNDLES)
 SMOKE_CASES = [(pid, s.id) for pid, b in BUNDLES.items() for s in b.problem.shapes if s.smoke]
@@ -25,7 +26,8 @@ SEED_INDEPENDENT = {"rope": frozenset({3})}
 def smoke_results() -> dict[str, dict[str, Any]]:
     """Every smoke case of every problem, run once in one interpreter subprocess."""
     return run_interpreted(
-        [smoke_case(f"{pid}/{s.id}", b, s, KERNELS / f"{pid}.py")
+        [smoke_case(f"{entry}:{pid}/{s.id}", b, s, folder / f"{pid}.py")
+         for entry, folder in (("triton", KERNELS), ("torch", TORCH_KERNELS))
          for pid, b in BUNDLES.items() for s in b.problem.shapes if s.smoke], timeout=240)
 
 
@@ -36,7 +38,7 @@ def test_problem_has_shapes_provenance_and_solution(pid: str) -> None:
     assert any(s.smoke for s in problem.shapes), f"{pid}: no smoke shape"
     assert phases.count("prefill") >= 2 and phases.count("decode") >= 2, phases
     assert problem.hidden.provenance
-    assert (KERNELS / f"{pid}.py").is_file()
+    assert (KERNELS / f"{pid}.py").is_file() and (TORCH_KERNELS / f"{pid}.py").is_file()
 
 
 @pytest.mark.parametrize("pid", PROBLEMS)
@@ -45,6 +47,7 @@ def test_make_inputs_is_seeded(pid: str) -> None:
 
 
 @pytest.mark.parametrize(("pid", "shape_id"), SMOKE_CASES)
-def test_solution_matches_reference(smoke_results: dict[str, dict[str, Any]],
+@pytest.mark.parametrize("entry", ["triton", "torch"])
+def test_solution_matches_reference(smoke_results: dict[str, dict[str, Any]], entry: str,
                                     pid: str, shape_id: str) -> None:
-    assert_matched(smoke_results, f"{pid}/{shape_id}")
+    assert_matched(smoke_results, f"{entry}:{pid}/{shape_id}")
