@@ -61,7 +61,7 @@ def main() -> None:
             if not s.get("timing"):
                 continue
             inputs = ref.make_inputs(12345, "cuda", **params[s["id"]])
-            ms = triton.testing.do_bench(lambda inputs=inputs: kern.kernel(*inputs),
+            ms = triton.testing.do_bench(lambda inputs=inputs, kern=kern: kern.kernel(*inputs),
                                          warmup=100, rep=500, return_mode="median")
             ours = s["timing"]["median_us"]
             prof = _profiled_us(kern.kernel, inputs)

@@ -30,7 +30,8 @@ CALLS = {"gemm_bf16": 4.0, "rms_norm": 1.0, "fused_add_rms_norm": 1.0, "silu_and
          "rope": 1.0, "reshape_and_cache": 1.0, "moe_topk_softmax": 1.0,
          "fp8_per_token_quant": 2.0, "softmax": 1.0 / 32, "embedding": 1.0 / 32,
          "gelu_tanh_and_mul": 1.0, "fp8_block_gemm": 4.0, "fp8_per_group_quant": 2.0,
-         "attention_prefill": 1.0, "paged_attention_decode": 1.0}
+         "attention_prefill": 1.0, "paged_attention_decode": 1.0, "layer_norm": 2.0,
+         "l2_norm": 1.5, "top_k_top_p_filter": 1.0 / 32}
 
 
 def weights(hardware: str, prefill_share: float) -> list[tuple[str, str, float]]:

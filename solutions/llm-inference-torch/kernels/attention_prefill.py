@@ -1,6 +1,8 @@
 """Pure PyTorch: scaled_dot_product_attention (causal, GQA) per packed sequence; on a GPU it
 dispatches to PyTorch's flash or memory-efficient attention."""
 
+import itertools
+
 import torch
 import torch.nn.functional as F
 
@@ -9,7 +11,7 @@ def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: torch.
            max_seqlen: int, scale: float) -> torch.Tensor:
     out = torch.empty_like(q)
     bounds = cu_seqlens.tolist()
-    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+    for start, end in itertools.pairwise(bounds):
         # [T, H, D] -> [1, H, T, D]
         qs, ks, vs = (t[start:end].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
         o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True, scale=scale,

@@ -1,0 +1,84 @@
+"""Reference for `top_k_top_p_filter`: the sampler's top-k and top-p (nucleus) filter over the
+vocabulary, with per-request parameters; vLLM's semantics (apply_top_k_top_p), written with a
+sort for clarity, with the masses in float64."""
+
+from __future__ import annotations
+
+import torch
+
+# Stands for vLLM's -inf: the grader rejects non-finite outputs, and softmax gives this value
+# probability exactly 0 as well (exp(FILL - max) underflows to 0).
+FILL = torch.finfo(torch.float32).min
+_TOP_K_CHOICES = (1, 5, 10, 20, 40, 50, 100, 200, 500, 1000)
+_MIN_BOUNDARY_PROB = 1e-4  # see make_inputs: top_p never falls within 2.5e-5 of a boundary
+
+
+def reference(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    x = logits.to(torch.float32)
+    vocab = x.shape[-1]
+    # Descending order; the logits of a row are distinct (make_inputs), so it is unique.
+    vals, order = torch.sort(x, dim=-1, descending=True)
+    rank = torch.arange(vocab, device=x.device)
+    in_k = rank < top_k.to(torch.int64).unsqueeze(-1)  # top_k = vocab: every token
+    # Softmax over the top-k tokens only (vLLM masks the rest before its softmax).
+    v64 = vals.to(torch.float64)
+    e = torch.where(in_k, torch.exp(v64 - v64[:, :1]), 0.0)
+    probs = e / e.sum(dim=-1, keepdim=True)
+    # The mass of the tokens strictly above each one; it stays in the nucleus while that mass is
+    # below top_p (so the top token always stays), and top_p >= 1 disables the filter.
+    above = torch.cumsum(probs, dim=-1) - probs
+    p = torch.where(top_p >= 1.0, torch.inf, top_p.to(torch.float64)).unsqueeze(-1)
+    keep_sorted = in_k & (above < p)
+    keep = torch.empty_like(keep_sorted).scatter_(-1, order, keep_sorted)
+    return torch.where(keep, x, FILL)
+
+
+def make_inputs(
+    seed: int, device: str, *, B: int, V: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per row: a tail of V logits ~ N(0, sigma**2), sigma in [1, 2.5], and a head of up to 16
+    candidate tokens whose top sits -3..+4 above the tail's logsumexp (the top token gets 5% to
+    98% of the mass), spaced by Exp(0.7) gaps; shifted so the row's max is in [8, 15.75],
+    clamped to [-16, 15.75], rounded to a grid of 2**-2 plus a distinct per-column offset of
+    v * 2**-20 (V <= 2**18): no two logits of a row tie, every value is exact in fp32.
+
+    Per-request parameters cycle through four kinds of request (from a random start): top-k and
+    top-p, top-k only (top_p = 1.0), top-p only (top_k = V), neither. top_k is drawn from
+    common values (1 ... 1000, at most V). top_p is not a round number: a target drawn from
+    [0.3, 0.98] fixes which token closes the nucleus, then top_p is placed between the cumulative
+    masses before and after that token (25%-75% of its probability in), and that token is moved
+    up until its probability is at least 1e-4. So top_p is at least 2.5e-5 away from every
+    cumulative-mass boundary, far beyond fp32 rounding of the masses: the kept set is unique.
+    """
+    if not 2 <= V <= 2**18:
+        raise ValueError(f"need 2 <= V <= 2**18 (the per-column offsets), got V={V}")
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    f32 = torch.float32
+    sigma = torch.rand(B, 1, generator=gen, dtype=f32) * 1.5 + 1.0
+    x = torch.randn(B, V, generator=gen, dtype=f32) * sigma
+    lse = torch.logsumexp(x, dim=-1, keepdim=True)
+    top = lse + torch.rand(B, 1, generator=gen, dtype=f32) * 7.0 - 3.0
+    gaps = -0.7 * torch.log(torch.rand(B, 16, generator=gen, dtype=f32))
+    head = top - torch.cumsum(gaps, dim=-1) + gaps[:, :1]  # head[:, 0] = top
+    head_ids = torch.randint(0, V, (B, 16), generator=gen)
+    x.scatter_(1, head_ids, head)  # a repeated id keeps one of its values
+    row_max = torch.rand(B, 1, generator=gen, dtype=f32) * 7.75 + 8.0
+    x = (x - x.amax(dim=-1, keepdim=True) + row_max).clamp(-16.0, 15.75)
+    logits = torch.round(x * 4.0) / 4.0 + torch.arange(V, dtype=f32) * 2.0**-20
+
+    kind = (torch.randint(0, 4, (1,), generator=gen) + torch.arange(B)) % 4
+    k_pick = torch.tensor(_TOP_K_CHOICES)[torch.randint(0, len(_TOP_K_CHOICES), (B,),
+                                                        generator=gen)]
+    top_k = torch.where((kind == 0) | (kind == 1), k_pick.clamp(max=V), V).to(torch.int32)
+    target = torch.rand(B, generator=gen, dtype=torch.float64) * 0.68 + 0.3
+    frac = torch.rand(B, generator=gen, dtype=torch.float64) * 0.5 + 0.25
+    top_p = torch.ones(B, dtype=f32)
+    for b in torch.nonzero((kind == 0) | (kind == 2)).flatten().tolist():
+        vals = torch.sort(logits[b].to(torch.float64), descending=True).values[: int(top_k[b])]
+        probs = torch.softmax(vals, dim=0)
+        cum = torch.cumsum(probs, dim=0)
+        last = int(torch.searchsorted(cum, target[b]).clamp(max=len(cum) - 1))
+        last = min(last, max(0, int((probs >= _MIN_BOUNDARY_PROB).sum()) - 1))
+        before = float(cum[last - 1]) if last > 0 else 0.0
+        top_p[b] = before + float(frac[b]) * float(probs[last])
+    return logits.to(device), top_k.to(device), top_p.to(device)
