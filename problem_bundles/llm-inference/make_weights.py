@@ -9,6 +9,10 @@ The model, stated plainly:
   chosen hardware (the speed-of-light estimate of one call: grader/scoring/roofline.py)
   multiplied by CALLS, how often the operator runs per forward pass of one layer.
 - Smoke shapes carry no weight.
+- The fleet serves every model whose shapes appear in the suite at once, so CALLS counts an
+  operator once per layer of the models that use it (0.5-2 for the norms and activations,
+  4 for the projections, 1/32 for once-per-forward operators such as sampling and embedding),
+  without weighting one model's traffic above another's.
 
 These weights are illustrative: organisers should replace them with weights computed from
 their own fleet's traces (the share of GPU time each operator and shape takes in production).
@@ -31,7 +35,7 @@ CALLS = {"gemm_bf16": 4.0, "rms_norm": 1.0, "fused_add_rms_norm": 1.0, "silu_and
          "fp8_per_token_quant": 2.0, "softmax": 1.0 / 32, "embedding": 1.0 / 32,
          "gelu_tanh_and_mul": 1.0, "fp8_block_gemm": 4.0, "fp8_per_group_quant": 2.0,
          "attention_prefill": 1.0, "paged_attention_decode": 1.0, "layer_norm": 2.0,
-         "l2_norm": 1.5, "top_k_top_p_filter": 1.0 / 32}
+         "l2_norm": 1.5, "top_k_top_p_filter": 1.0 / 32, "fused_moe": 1.0, "moe_align_sort": 1.0}
 
 
 def weights(hardware: str, prefill_share: float) -> list[tuple[str, str, float]]:
@@ -60,7 +64,7 @@ def main() -> None:
     lines = [
         "# Written by make_weights.py (see its docstring for the serving model). Illustrative:",
         "# replace with weights from your own fleet's traces.",
-        'version = "0.1.0"',
+        'version = "0.2.0"',
         f'source = "make_weights.py: roofline time on {args.hardware} x calls per layer, '
         f'prefill {args.prefill:.2f} / decode {1 - args.prefill:.2f} of GPU time; '
         'not from production traces"',

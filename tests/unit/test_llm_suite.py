@@ -17,9 +17,9 @@ from grader.suite import load_suite
 SUITE = PROBLEM_BUNDLES / "llm-inference"
 
 
-def test_suite_has_at_least_eighteen_problems() -> None:
+def test_suite_has_at_least_twenty_problems() -> None:
     # shapes, phases and smoke shapes per problem: test_llm_solutions.py
-    assert len(load_suite(SUITE).problems) >= 18
+    assert len(load_suite(SUITE).problems) >= 20
 
 
 def test_weights_are_what_the_script_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -51,6 +51,7 @@ PARTIAL_READS = {
     "embedding": "reads T rows of the V x H table",
     "reshape_and_cache": "writes T slots of the caches; its where() on the slots counts as FLOPs",
     "paged_attention_decode": "reads each sequence's blocks, not the whole cache",
+    "fused_moe": "reads the weights of the min(E, T*k) experts used, not all E",
 }
 
 
@@ -64,5 +65,5 @@ def test_expressions_agree_with_derive_on_smoke_shapes(pid: str) -> None:
         assert all(r.ok for r in rows), rows
         return
     assert "derive" in (bundle.directory / "problem.toml").read_text()  # the why is written
-    for r in rows:
-        assert 0 < r.expr_bytes < r.derived_bytes, r
+    for r in rows:  # where every part is read (fused_moe with T*k >= E) the two agree
+        assert 0 < r.expr_bytes <= r.derived_bytes, r
