@@ -121,10 +121,11 @@ def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None) ->
 
 
 def main() -> None:
-    from grader import cli_scoring, cli_tools
+    from grader import cli_import, cli_scoring, cli_tools
 
     cli_tools.register(cli)
     cli_scoring.register(cli)
+    cli_import.register(cli)
     debug = "--debug" in sys.argv[1:]
     try:
         cli.main(standalone_mode=False)

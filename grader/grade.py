@@ -13,6 +13,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,6 +49,13 @@ Progress = Callable[[str], None]
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
     """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
     digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
+
+
+def derive_module_seed(secret: bytes, case_seed: int) -> int:
+    """The seed a module problem's class is built under in both containers: from the case's
+    seed, keyed by the secret, so that an entry learns nothing of its input seed from it."""
+    digest = hmac.new(secret, f"module/{case_seed}".encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
 
 
@@ -123,7 +131,7 @@ class Grader:
             return base.model_copy(update={"shapes": rs})
         rel = sub.manifest.problems[bundle.id].file
         source = kernel.read_text(encoding="utf-8", errors="replace")
-        static = self.detector.static(source, rel)
+        static = self.detector.static(source, rel, bundle.problem.entry_names())
         t0 = time.monotonic()
         self.progress(f"{bundle.id}: image")
         image = ensure(self.engine, problem_plan(runtime_tag, suite.id, bundle))
@@ -136,9 +144,13 @@ class Grader:
             cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
                            seed=derive_seed(self.secret, bundle.id, s.id, 1000 + k))
                       for s in shapes for k in range(sandbox.timing.sets_per_shape)]
+        if bundle.problem.interface == "module":
+            cases = [replace(c, module_seed=derive_module_seed(self.secret, c.seed))
+                     for c in cases]
         limits = self.cfg.entry_limits
         self.progress(f"{bundle.id}: reference ({len(cases)} cases)")
-        with run_reference(sandbox, image.tag, cases, self.cfg.reference_limits) as (ref, ref_dir):
+        with run_reference(sandbox, image.tag, cases, self.cfg.reference_limits,
+                           bundle.problem) as (ref, ref_dir):
             failed = [c.id for c in cases if not (ref.out.result and ref.out.result.cases.get(
                 c.id) and ref.out.result.cases[c.id].ok)]
             if ref.exit.timed_out or ref.out.result is None or failed:
@@ -153,7 +165,8 @@ class Grader:
             phases["reference"] = ref.exit.wall_s
             self.device_name = self.device_name or ref.out.result.device_name
             self.progress(f"{bundle.id}: entry")
-            with run_entry(sandbox, image.tag, kernel, cases, ref_dir, limits) as entry:
+            with run_entry(sandbox, image.tag, kernel, cases, ref_dir, limits,
+                           bundle.problem) as entry:
                 phases["entry"] = entry.exit.wall_s
                 if entry.out.ready and entry.out.ready.import_s is not None:
                     phases["entry_import"] = entry.out.ready.import_s

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.evidence import OutDir, read_out_dir
-from grader.formats.problem import Shape
+from grader.formats.problem import Problem, Shape
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
 from grader.sandbox.capped import capped_dir
 from grader.sandbox.docker_engine import DockerEngine, ExitState
@@ -32,6 +32,9 @@ class Case:
     shape: Shape
     seed: int
     timing: bool = False  # an input set for the timed loop, not for the correctness calls
+    # Module problems: the seed both containers build the case's module under. Derived from
+    # the run's secret and the case seed, never equal to it (grade.derive_module_seed).
+    module_seed: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,10 +81,27 @@ def _write_job(in_dir: Path, job: dict[str, object]) -> None:
     os.replace(tmp, in_dir / "job.json")
 
 
-def _entry_job(sb: Sandbox, cases: list[Case]) -> dict[str, object]:
+def _entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
     job = _timing_job(sb, cases)
     job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
+    job.update(_module_job(problem, cases))
     return job
+
+
+def _module_job(problem: Problem | None, cases: list[Case]) -> dict[str, object]:
+    """A module problem's constructor arguments and seed per case (timing sets included),
+    the same in the reference's job and the entry's."""
+    if problem is None or problem.interface != "module":
+        return {}
+    return {"module": {c.id: {"init": problem.init_kwargs(c.shape), "seed": c.module_seed}
+                       for c in cases}}
+
+
+def _entry_args(problem: Problem | None) -> tuple[str, ...]:
+    """The harness's arguments after `entry`: a module problem's class names."""
+    if problem is None or problem.interface != "module":
+        return ()
+    return problem.entry_names()
 
 
 def _timing_job(sb: Sandbox, cases: list[Case]) -> dict[str, object]:
@@ -98,26 +118,28 @@ def _timing_job(sb: Sandbox, cases: list[Case]) -> dict[str, object]:
 
 
 def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
-          masks: tuple[str, ...] = ()) -> ContainerSpec:
+          masks: tuple[str, ...] = (), args: tuple[str, ...] = ()) -> ContainerSpec:
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
            "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin"}
     if sb.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
-    return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role)], role=role,
-                         session=sb.session, env=env, binds=(*sb.extra_binds, *binds),
-                         masks=masks, limits=limits, gpu=sb.gpu)
+    return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
+                         role=role, session=sb.session, env=env,
+                         binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
 
 
 @contextmanager
-def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits
-                  ) -> Iterator[tuple[ContainerRun, Path]]:
-    """Run the reference; yields the run and its output folder (alive inside the block)."""
+def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits,
+                  problem: Problem | None = None) -> Iterator[tuple[ContainerRun, Path]]:
+    """Run the reference; yields the run and its output folder (alive inside the block).
+    `problem` says how to call it (None: a function-style problem)."""
     with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
         job = _timing_job(sb, cases)
         job.update(device=sb.device, cases=[
             {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
+        job.update(_module_job(problem, cases))
         _write_job(in_dir, job)
         binds = [Bind(host=str(in_dir), container=C_IN),
                  Bind(host=str(out_dir), container=C_OUT, read_only=False)]
@@ -127,7 +149,7 @@ def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits
 
 @contextmanager
 def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_out: Path,
-              limits: Limits) -> Iterator[ContainerRun]:
+              limits: Limits, problem: Problem | None = None) -> Iterator[ContainerRun]:
     """Run the entry on the reference's inputs (copied in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
@@ -147,8 +169,9 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
                     dst = in_dir / f"{c.id}.in"
                     shutil.copyfile(src, dst)
                     os.chmod(dst, 0o644)
-            _write_job(in_dir, _entry_job(sb, cases))
+            _write_job(in_dir, _entry_job(sb, cases, problem))
 
-        spec = _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,))
+        spec = _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
+                     args=_entry_args(problem))
         exit_state = sb.engine.run(spec, on_poll=deliver_when_ready)
         yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir))

@@ -10,6 +10,8 @@ from grader.errors import ProblemError
 from grader.formats._base import load_toml
 from grader.formats.problem import Problem, SuiteFile, SuiteInfo, Weights
 
+# Every problem's trusted files; a problem's `extra_files` (e.g. the sources an importer
+# wrapped) join them, in its image and in the release kit. Nothing else of the folder does.
 PROBLEM_FILES = ("problem.toml", "reference.py")
 
 
@@ -24,7 +26,8 @@ class ProblemBundle:
 
     def files(self) -> dict[str, bytes]:
         """The trusted files that go into the problem's image, by name."""
-        return {name: (self.directory / name).read_bytes() for name in PROBLEM_FILES}
+        names = (*PROBLEM_FILES, *self.problem.extra_files)
+        return {name: (self.directory / name).read_bytes() for name in names}
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -57,6 +60,11 @@ def load_problem(directory: Path) -> ProblemBundle:
     if not (directory / "reference.py").is_file():
         raise ProblemError(f"{directory / 'reference.py'}: missing",
                            hint="define reference(*inputs) and make_inputs(seed, device, **params)")
+    for name in problem.extra_files:
+        path = directory / name
+        if path.is_symlink() or not path.is_file():
+            raise ProblemError(f"{toml_path}: field extra_files: {path} is not a regular file",
+                               hint="list only files of the problem's own folder")
     return ProblemBundle(problem=problem, directory=directory)
 
 

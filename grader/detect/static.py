@@ -1,10 +1,10 @@
 """Static detection of fallback delegation and tampering, on the syntax tree of one entry file.
 
 No entry code runs here: `grader check` calls `analyze` in seconds, without Docker or a GPU.
-The module-level pass (this file) finds the @triton.jit functions, what kernel() can reach
-and which Triton functions are decoys; static_visit.Checker judges the host code; names are
-resolved by static_resolve. A hostile file never makes this raise: a file that does not
-parse or nests too deeply becomes a finding.
+The module-level pass (this file) finds the @triton.jit functions, what the entry point
+(kernel(), or a module problem's class) can reach and which Triton functions are decoys;
+static_visit.Checker judges the host code; names are resolved by static_resolve. A hostile
+file never makes this raise: a file that does not parse or nests too deeply becomes a finding.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from grader.detect.static_names import TENSOR_ONLY_ATTRS
 from grader.detect.static_resolve import Resolver
 from grader.detect.static_scope import LOCAL, Scope, ScopeBuilder
 from grader.detect.static_visit import Checker, Context
+from grader.formats.problem import DEFAULT_ENTRY_CLASSES
 
 __all__ = ["RULES", "analyze", "jit_function_names"]
 
@@ -34,8 +35,13 @@ _ALLOCATORS = frozenset(
 )
 
 
-def analyze(source: str, filename: str, policy: Policy) -> list[Finding]:
-    """Findings for one entry file, sorted by position. Never raises on hostile input."""
+def analyze(source: str, filename: str, policy: Policy,
+            entry: tuple[str, ...] | None = None) -> list[Finding]:
+    """Findings for one entry file, sorted by position. Never raises on hostile input.
+
+    `entry`: the names the harness calls (Problem.entry_names(): `kernel`, or a module
+    problem's class names); None guesses from the file (kernel() if it defines one, else the
+    usual class names), for checks that know no problem (`grader check`)."""
     lines = source.splitlines()
     try:
         tree = ast.parse(source, filename=filename)
@@ -47,7 +53,7 @@ def analyze(source: str, filename: str, policy: Policy) -> list[Finding]:
     except (RecursionError, MemoryError):
         return [_too_deep(policy, filename, lines)]
     try:
-        findings = _Module(tree, source, lines, filename, policy).run()
+        findings = _Module(tree, source, lines, filename, policy, entry).run()
     except (RecursionError, MemoryError):
         return [_too_deep(policy, filename, lines)]
     return sorted(findings, key=lambda f: (f.line or 0, f.column or 0, f.rule))
@@ -102,12 +108,17 @@ def _loads(nodes: Iterable[ast.AST]) -> set[str]:
 
 class _Module:
     def __init__(self, tree: ast.Module, source: str, lines: list[str], filename: str,
-                 policy: Policy) -> None:
+                 policy: Policy, entry: tuple[str, ...] | None = None) -> None:
         self.tree, self.lines, self.filename, self.policy = tree, lines, filename, policy
         builder = ScopeBuilder(TENSOR_ONLY_ATTRS)
         self.module = builder.build(tree)
         self.scopes = builder.scopes
         self.resolver = Resolver(self.scopes, policy.is_torch_utility)
+        if entry is None:
+            bound = self.module.bindings
+            classes = tuple(n for n in DEFAULT_ENTRY_CLASSES if n in bound)
+            entry = classes if "kernel" not in bound and classes else ("kernel",)
+        self.entry = entry
 
     # -- module-level facts -----------------------------------------------------------------
     def _defs(self) -> dict[str, list[tuple[_DefNode, Scope]]]:
@@ -176,25 +187,39 @@ class _Module:
             else:
                 roots.append(stmt)
         reached, host_refs = self._reach(roots, top, jit)
+        setup = self._setup_methods(top)
         unreachable: set[ast.AST] = set()
         if not (_loads([self.tree]) & _DYNAMIC_LOOKUPS):
             unreachable = {d for n, nodes in top.items() if n not in reached for d in nodes
                            if d not in jit}
         ctx = Context(jit_names=jit_names, jit_nodes=set(jit), unreachable=unreachable,
-                      main_blocks=mains)
+                      main_blocks=mains, setup=setup)
         checker = Checker(self.lines, self.filename, self.policy, self.resolver, self.scopes, ctx)
         checker._scope = self.module
         self._decoys(checker, jit, jit_names, host_refs)
         self._unwritten_return(checker, top)
-        if "kernel" not in self.module.bindings:
+        if not any(n in self.module.bindings for n in self.entry):
+            what = ("kernel()" if self.entry == ("kernel",)
+                    else "class " + " or ".join(self.entry))
             checker.emit("ST002", self.tree.body[0] if body else self.tree,
-                         "no module-level kernel(): the harness has nothing to call")
+                         f"no module-level {what}: the harness has nothing to call")
         return checker.run(self.tree)
+
+    def _setup_methods(self, top: dict[str, list[_DefNode]]) -> set[ast.AST]:
+        """`__init__` of the entry's classes: it runs once per case, outside the traced and
+        timed call, and building layers there (nn.Linear for its weights) is how a module
+        entry gets the reference's parameters. Compute found there is a warning, not a
+        fallback; what runs during forward() is judged by the trace."""
+        if self.entry == ("kernel",):
+            return set()
+        return {stmt for name in self.entry for node in top.get(name, [])
+                if isinstance(node, ast.ClassDef) for stmt in node.body
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__"}
 
     def _reach(self, roots: list[ast.AST], top: dict[str, list[_DefNode]],
                jit: set[_DefNode]) -> tuple[set[str], set[str]]:
         """Top-level names kernel() and import-time code reach, and every name host code loads."""
-        refs = _loads(roots) | {"kernel"}
+        refs = _loads(roots) | set(self.entry)
         reached: set[str] = set()
         todo = [n for n in refs if n in top]
         while todo:
@@ -235,7 +260,7 @@ class _Module:
                              "launched or called from code kernel() reaches")
 
     def _unwritten_return(self, checker: Checker, top: dict[str, list[_DefNode]]) -> None:
-        for fn in top.get("kernel", []):
+        for fn in [d for name in self.entry for d in top.get(name, [])]:
             scope = self.scopes.get(fn)
             if scope is None or isinstance(fn, ast.ClassDef):
                 continue

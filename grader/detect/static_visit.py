@@ -53,6 +53,7 @@ class Context:
     jit_nodes: set[ast.AST]
     unreachable: set[ast.AST]  # top-level defs kernel() cannot reach
     main_blocks: set[ast.AST]  # `if __name__ == "__main__":` bodies: never run by the harness
+    setup: set[ast.AST] = field(default_factory=set)  # a module entry's __init__ methods
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Checker(ast.NodeVisitor):
     findings: list[Finding] = field(default_factory=list)
     _scope: Scope | None = None
     _region: Severity | None = None  # cap on severities: INFO in main blocks, WARNING unreached
+    _setup: bool = False  # inside a module entry's __init__: compute there is only a warning
     _seen: set[tuple[str, int, int]] = field(default_factory=set)
     _parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
 
@@ -83,6 +85,9 @@ class Checker(ast.NodeVisitor):
             if severity in (Severity.FALLBACK, Severity.VIOLATION):
                 severity = Severity.WARNING
                 message = f"{message} (in a function kernel() does not reach)"
+        elif self._setup and rule in _COMPUTE_RULES and severity is Severity.FALLBACK:
+            severity = Severity.WARNING
+            message = f"{message} (in __init__: set-up, outside the graded call)"
         text = self.source_lines[line - 1].strip() if 0 < line <= len(self.source_lines) else ""
         self.findings.append(Finding(
             rule=rule, severity=severity, layer=Layer.STATIC, message=message,
@@ -198,7 +203,10 @@ class Checker(ast.NodeVisitor):
         if node in self.ctx.jit_nodes:
             return  # the DSL itself: never judged for compute
         region = Severity.WARNING if node in self.ctx.unreachable else None
+        saved_setup = self._setup
+        self._setup = self._setup or node in self.ctx.setup
         self._in(node, node.body, region)
+        self._setup = saved_setup
 
     visit_AsyncFunctionDef = visit_FunctionDef
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from grader.formats._base import Ident, Strict
 
 DType = Literal["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8",
                 "int32", "int64", "bool"]
 Phase = Literal["prefill", "decode"]
+# How an entry is called: `kernel(*inputs)` (function) or a class built once per case with the
+# shape's `init_params` and called on the inputs (module: Atrex-Bench and KernelBench style).
+Interface = Literal["function", "module"]
+PyName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+# Files of a problem folder beside problem.toml and reference.py: flat, safe names.
+FileName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\.py$")]
+DEFAULT_ENTRY_CLASSES = ("ModelNew", "Model")
 
 
 class Tolerance(Strict):
@@ -34,6 +41,10 @@ class Shape(Strict):
     phase: Phase
     # Smoke shapes are small enough for the CPU interpreter; CI grades them, scores skip them.
     smoke: bool = False
+    # This shape's own roofline numbers (an imported roofline.json): they take the place of the
+    # problem's `flops`/`bytes` expressions for this shape. Hidden, like the expressions.
+    flops: float | None = Field(default=None, ge=0)
+    bytes: float | None = Field(default=None, gt=0)
 
 
 class Hidden(Strict):
@@ -49,9 +60,18 @@ class Problem(Strict):
     description: str = ""
     dtypes: list[DType] = Field(min_length=1)
     tolerance: dict[DType, Tolerance] = Field(default_factory=dict)
-    flops: str = Field(min_length=1, max_length=500)
-    bytes: str = Field(min_length=1, max_length=500)
+    # Expressions of the shape's params; optional only where every shape has its own numbers.
+    flops: str | None = Field(default=None, min_length=1, max_length=500)
+    bytes: str | None = Field(default=None, min_length=1, max_length=500)
     shapes: list[Shape] = Field(min_length=1)
+    interface: Interface = "function"
+    # module: the shape params passed to the constructor (by name); the others only reach
+    # make_inputs. reference.py defines `class Model`; the entry one of `entry_classes`.
+    init_params: list[PyName] = Field(default_factory=list)
+    entry_classes: list[PyName] | None = Field(default=None, min_length=1)
+    # Further trusted files the reference imports (copied beside it into the problem's image
+    # and into the release kit), e.g. the sources an importer wrapped.
+    extra_files: list[FileName] = Field(default_factory=list)
     hidden: Hidden = Hidden()
 
     @model_validator(mode="after")
@@ -60,6 +80,35 @@ class Problem(Strict):
         if len(set(ids)) != len(ids):
             raise ValueError(f"shape ids must be unique, got {ids}")
         return self
+
+    @model_validator(mode="after")
+    def _work_of_every_shape(self) -> Problem:
+        for field in ("flops", "bytes"):
+            missing = [s.id for s in self.shapes
+                       if getattr(self, field) is None and getattr(s, field) is None]
+            if missing:
+                raise ValueError(f"{field}: no expression, and shapes {missing} have no "
+                                 f"{field} number of their own")
+        return self
+
+    @model_validator(mode="after")
+    def _module_fields(self) -> Problem:
+        if self.interface == "function" and (self.init_params or self.entry_classes):
+            raise ValueError("init_params and entry_classes need interface = \"module\"")
+        if len(set(self.extra_files)) != len(self.extra_files) or (
+                "reference.py" in self.extra_files):
+            raise ValueError("extra_files: names must be unique and not reference.py")
+        return self
+
+    def entry_names(self) -> tuple[str, ...]:
+        """The names the harness calls in an entry: kernel(), or the first class found."""
+        if self.interface == "function":
+            return ("kernel",)
+        return tuple(self.entry_classes or DEFAULT_ENTRY_CLASSES)
+
+    def init_kwargs(self, shape: Shape) -> dict[str, int | float | bool | str]:
+        """module: the constructor's keyword arguments for `shape` (the params it names)."""
+        return {k: shape.params[k] for k in self.init_params if k in shape.params}
 
     def tolerance_for(self, dtype: str) -> Tolerance:
         if dtype in self.tolerance:

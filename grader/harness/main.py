@@ -9,6 +9,10 @@ Protocol (paths are fixed container paths):
   entry:     import /grader/entry/kernel.py, then write /grader/out/ready.json; only then does
              the host place the inputs and /grader/in/job.json (so nothing the entry does at
              import time can see them); for each case write <id>.out and finally result.json.
+Module problems (`main.py entry CLASS...`): the job's "module" maps each case id to the
+constructor's keyword arguments and a seed; both sides build their class per case with them
+(modules.build_module), outside the trace and the timed loop, and call it in place of
+reference() / kernel().
 Standard library, torch and triton only.
 """
 
@@ -20,6 +24,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +81,20 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _callables(job: dict[str, Any], entry: Any, classes: list[str] | None
+               ) -> Callable[[str], Callable[..., Any]]:
+    """Case id -> what to call: `entry` itself (a function), or for module problems the first
+    of `classes` in `entry` built with the case's arguments and seed (a fresh one per call)."""
+    spec = job.get("module")
+    if spec is None or classes is None:
+        return lambda _cid: entry
+    from .modules import as_function, build_module, find_class
+
+    cls = find_class(entry, classes)
+    return lambda cid: as_function(build_module(cls, spec[cid]["init"], spec[cid]["seed"],
+                                                job["device"]))
+
+
 def run_reference() -> int:
     import torch
 
@@ -85,19 +104,23 @@ def run_reference() -> int:
     ref = _load_module(PROBLEM / "reference.py", "problem_reference")
     device = job["device"]
     results: dict[str, Any] = {}
+    module_problem = "module" in job
+    build = _callables(job, ref if module_problem else ref.reference,
+                       ["Model"] if module_problem else None)
     for case in job["cases"]:
         cid = case["id"]
         try:
             inputs = ref.make_inputs(case["seed"], device, **case["params"])
             tensors.save(OUT / f"{cid}.in", _as_tuple(inputs))
+            call = build(cid)
             with torch.no_grad():
-                expected = _as_tuple(ref.reference(*inputs))
+                expected = _as_tuple(call(*inputs))
             _sync(device)
             tensors.save(OUT / f"{cid}.ref", expected)
             results[cid] = {"ok": True}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
-    timings = {shape: _time_shape(ref.reference, ids, job, OUT)
+    timings = {shape: _time_shape(build, ids, job, OUT)
                for shape, ids in job.get("timing", {}).items()}
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     _write_json("result.json", {"cases": results, "timings": timings, "device_name": name})
@@ -119,13 +142,20 @@ def _jit_names(module: Any) -> list[str]:
     return sorted(set(names))
 
 
-def run_entry() -> int:
+def run_entry(classes: list[str] | None = None) -> int:
+    """`classes`: a module problem's entry class names (the first found is built)."""
     t0 = time.monotonic()
     try:
         module = _load_module(ENTRY, "entry_kernel")
-        kernel = getattr(module, "kernel", None)
-        if not callable(kernel):
-            raise AttributeError("the kernel file defines no callable kernel()")
+        if classes:
+            from .modules import find_class
+
+            find_class(module, classes)
+            kernel: Any = module  # the class is looked up again, and built, per case
+        else:
+            kernel = getattr(module, "kernel", None)
+            if not callable(kernel):
+                raise AttributeError("the kernel file defines no callable kernel()")
     except BaseException as exc:  # the entry may raise anything, SystemExit included
         _write_json("ready.json", {"ok": False, "error": _excerpt(exc)})
         return 3
@@ -141,9 +171,14 @@ def run_entry() -> int:
     device = job["device"]
     results: dict[str, Any] = {}
     warmed: set[str] = set()  # shapes whose first (untraced) call has been made
+    build = _callables(job, kernel, classes or None)
     for case in job["cases"]:
         cid = case["id"]
         try:
+            # A module problem's class is built here: outside the trace, and before this
+            # case's inputs are loaded, so its constructor cannot find them (through gc, say)
+            # and compute there, untraced.
+            call = build(cid)
             inputs = tensors.load(IN / f"{cid}.in", device=device)
             shape = cid.rsplit(".", 1)[0]
             warm_ids = job.get("timing", {}).get(shape, [])
@@ -153,12 +188,12 @@ def run_entry() -> int:
                 # H200, 2026-11-29). On a timing set, never on this case's inputs: an untraced
                 # call on them would let a fallback compute there and replay it when traced.
                 warmed.add(shape)
-                kernel(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
+                call(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
                 _sync(device)
             tracer = Tracer(device=device, profile_device=device.startswith("cuda"))
             start = time.perf_counter()
             with tracer:
-                out = _as_tuple(kernel(*inputs))
+                out = _as_tuple(call(*inputs))
                 _sync(device)
             wall = time.perf_counter() - start
             # Exactly torch.Tensor: a subclass could compute lazily when the harness saves it,
@@ -171,20 +206,23 @@ def run_entry() -> int:
             results[cid] = {"ok": True, "wall_s": wall, "trace": tracer.result()}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
-    timings = {shape: _time_shape(kernel, ids, job, IN, save=True)
+    timings = {shape: _time_shape(build, ids, job, IN, save=True)
                for shape, ids in job.get("timing", {}).items()}
     _write_json("result.json", {"cases": results, "timings": timings})
     return 0
 
 
-def _time_shape(kernel: Any, ids: list[str], job: dict[str, Any], inputs: Path,
-                save: bool = False) -> dict[str, Any]:
-    """Time `kernel` on the shape's input sets; with `save`, keep the outputs for checking."""
+def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
+                job: dict[str, Any], inputs: Path, save: bool = False) -> dict[str, Any]:
+    """Time what `build` gives for each of the shape's input sets (built before the loop);
+    with `save`, keep the outputs for checking."""
     from . import tensors
     from .timing import time_kernel
 
     try:
+        calls = [build(cid) for cid in ids]  # before the inputs exist (see run_entry)
         sets = [tuple(tensors.load(inputs / f"{cid}.in", device=job["device"])) for cid in ids]
+        kernel = calls[0] if "module" not in job else calls
         raw, last = time_kernel(kernel, sets, l2_flush_bytes=job["l2_flush_bytes"],
                                 rse_target=job["rse_target"], budget_s=job["budget_s"])
         for k, out in last.items() if save else ():
@@ -195,10 +233,10 @@ def _time_shape(kernel: Any, ids: list[str], job: dict[str, Any], inputs: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    mode = (argv if argv is not None else sys.argv[1:])[:1]
-    if mode == ["reference"]:
+    args = argv if argv is not None else sys.argv[1:]
+    if args == ["reference"]:
         return run_reference()
-    if mode == ["entry"]:
-        return run_entry()
-    print("usage: main.py reference|entry", file=sys.stderr)
+    if args[:1] == ["entry"]:
+        return run_entry(args[1:] or None)
+    print("usage: main.py reference | entry [CLASS ...]", file=sys.stderr)
     return 2

@@ -34,11 +34,13 @@ def _rse(samples: list[float]) -> float:
     return math.sqrt(var / n) / mean if mean > 0 else math.inf
 
 
-def time_kernel(kernel: Callable[..., Any], sets: list[tuple[Any, ...]], *,
-                l2_flush_bytes: int, rse_target: float = 0.01, min_samples: int = 10,
-                max_samples: int = 500, budget_s: float = 10.0
+def time_kernel(kernel: Callable[..., Any] | list[Callable[..., Any]],
+                sets: list[tuple[Any, ...]], *, l2_flush_bytes: int, rse_target: float = 0.01,
+                min_samples: int = 10, max_samples: int = 500, budget_s: float = 10.0
                 ) -> tuple[dict[str, Any], dict[int, Any]]:
-    """Returns the raw samples and, per input set, the output of its last timed call."""
+    """Returns the raw samples and, per input set, the output of its last timed call.
+    `kernel` may be a list: one callable per input set (module problems build one per set)."""
+    calls = kernel if isinstance(kernel, list) else [kernel] * len(sets)
     flush = torch.empty(max(l2_flush_bytes, 1 << 20), dtype=torch.uint8, device="cuda")
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -60,7 +62,7 @@ def time_kernel(kernel: Callable[..., Any], sets: list[tuple[Any, ...]], *,
         # overhead (seen on the H200, 2026-11-29: a 2 µs rmsnorm timed at 33 µs).
         torch.cuda._sleep(SPIN_CYCLES)
         start.record()
-        out = kernel(*args)
+        out = calls[k](*args)
         end.record()
         torch.cuda.synchronize()  # device-wide: waits for work on every stream
         settled.record()  # after the device-wide sync: bounds work hidden on other streams

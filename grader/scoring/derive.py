@@ -12,10 +12,11 @@ each aten op as it is dispatched:
 - anything else (views, copies, dtype conversions, fills): no FLOPs. A conversion moves data;
   it does no arithmetic that a fused kernel would have to pay for.
 
-Bytes are the *semantic* traffic: every tensor the reference reads (what `make_inputs` returned)
-plus every tensor it returns, each storage counted once (the union of the byte ranges its views
-cover), reads and writes counted apart. Intermediates are not counted: a fused kernel keeps
-them on chip, and the roofline is the speed of light of the fused operation.
+Bytes are the *semantic* traffic: every tensor the reference reads (what `make_inputs` returned,
+and a module problem's parameters and buffers) plus every tensor it returns, each storage
+counted once (the union of the byte ranges its views cover), reads and writes counted apart.
+Intermediates are not counted: a fused kernel keeps them on chip, and the roofline is the speed
+of light of the fused operation.
 
 The references are the organiser's trusted code; they run here, never an entry.
 """
@@ -35,8 +36,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from grader.errors import ProblemError
+from grader.harness.modules import build_module
 from grader.scoring._model import Frozen
-from grader.scoring.expr import evaluate
+from grader.scoring.roofline import work
 from grader.suite import load_problem
 
 Rule = Literal["flop_counter", "pointwise", "reduction", "free"]
@@ -136,7 +138,7 @@ def unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
     return total
 
 
-def load_reference(problem_dir: Path) -> ModuleType:
+def load_reference(problem_dir: Path, interface: str = "function") -> ModuleType:
     path = problem_dir / "reference.py"
     spec = importlib.util.spec_from_file_location(f"_grader_reference_{problem_dir.name}", path)
     if spec is None or spec.loader is None:
@@ -146,31 +148,31 @@ def load_reference(problem_dir: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:  # the organiser's file: say which and why
         raise ProblemError(f"{path}: import failed: {type(exc).__name__}: {exc}") from None
-    for name in ("reference", "make_inputs"):
+    for name in ("reference" if interface == "function" else "Model", "make_inputs"):
         if not callable(getattr(module, name, None)):
-            raise ProblemError(f"{path}: defines no {name}()")
+            raise ProblemError(f"{path}: defines no {name}" + ("()" if name[0].islower() else ""))
     return module
 
 
-def derive(problem_dir: Path | str, shape_id: str, *, device: str = "cpu",
-           seed: int = 0) -> Derived:
-    """Run the reference of `shape_id` once and count its FLOPs and semantic bytes."""
-    bundle = load_problem(Path(problem_dir))
-    shapes = {s.id: s for s in bundle.problem.shapes}
-    if shape_id not in shapes:
-        raise ProblemError(f"{bundle.directory}: no shape {shape_id!r}",
-                           hint=f"shapes: {', '.join(shapes)}")
-    ref = load_reference(bundle.directory)
-    where = f"{bundle.directory / 'reference.py'} (shape {shape_id})"
-    try:
-        inputs = ref.make_inputs(seed, device, **shapes[shape_id].params)
-        inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
-        recorder = _OpRecorder()
-        counter = FlopCounterMode(display=False)
-        with torch.no_grad(), counter, recorder:
-            outputs = ref.reference(*inputs)
-    except Exception as exc:
-        raise ProblemError(f"{where}: the reference failed: {type(exc).__name__}: {exc}") from None
+def count(ref: ModuleType, params: dict[str, Any], init: dict[str, Any] | None, *,
+          device: str = "cpu", seed: int = 0) -> tuple[int, int, int, dict[str, OpCount]]:
+    """(FLOPs, bytes read, bytes written, ops) of one run of a loaded reference module.
+
+    `init`: a module problem's constructor arguments (its `Model` is built, outside the
+    count, and its parameters and buffers count as read, like inputs), None for
+    `reference(*inputs)`. Raises what the reference raises."""
+    inputs = ref.make_inputs(seed, device, **params)
+    inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
+    read_too: list[torch.Tensor] = []
+    if init is None:
+        call = ref.reference
+    else:
+        call = build_module(ref.Model, init, seed, device)
+        read_too = [*call.parameters(), *call.buffers()]
+    recorder = _OpRecorder()
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter, recorder:
+        outputs = call(*inputs)
     counted = counter.get_flop_counts().get("Global", {})
     by_op: dict[str, OpCount] = {}
     for name, entry in recorder.counts.items():
@@ -178,10 +180,31 @@ def derive(problem_dir: Path | str, shape_id: str, *, device: str = "cpu",
         if entry["rule"] == "flop_counter":
             flops = sum(int(n) for op, n in counted.items() if str(op) == name)
         by_op[name] = OpCount(calls=entry["calls"], flops=flops, rule=entry["rule"])
-    read, written = unique_bytes(_tensors(inputs)), unique_bytes(_tensors(outputs))
-    return Derived(problem=bundle.id, shape=shape_id, device=device,
-                   flops=sum(op.flops for op in by_op.values()), bytes=read + written,
-                   bytes_read=read, bytes_written=written, by_op=by_op)
+    read = unique_bytes([*_tensors(inputs), *read_too])
+    written = unique_bytes(_tensors(outputs))
+    return sum(op.flops for op in by_op.values()), read, written, by_op
+
+
+def derive(problem_dir: Path | str, shape_id: str, *, device: str = "cpu",
+           seed: int = 0) -> Derived:
+    """Run the reference of `shape_id` once and count its FLOPs and semantic bytes."""
+    bundle = load_problem(Path(problem_dir))
+    problem = bundle.problem
+    shapes = {s.id: s for s in problem.shapes}
+    if shape_id not in shapes:
+        raise ProblemError(f"{bundle.directory}: no shape {shape_id!r}",
+                           hint=f"shapes: {', '.join(shapes)}")
+    ref = load_reference(bundle.directory, problem.interface)
+    where = f"{bundle.directory / 'reference.py'} (shape {shape_id})"
+    shape = shapes[shape_id]
+    init = problem.init_kwargs(shape) if problem.interface == "module" else None
+    try:
+        flops, read, written, by_op = count(ref, dict(shape.params), init, device=device,
+                                            seed=seed)
+    except Exception as exc:
+        raise ProblemError(f"{where}: the reference failed: {type(exc).__name__}: {exc}") from None
+    return Derived(problem=bundle.id, shape=shape_id, device=device, flops=flops,
+                   bytes=read + written, bytes_read=read, bytes_written=written, by_op=by_op)
 
 
 def agrees(expr_value: float, derived: int, rtol: float) -> bool:
@@ -202,8 +225,7 @@ def check(problem_dir: Path | str, *, shapes: Sequence[str] | None = None,
         if shapes is not None and shape.id not in shapes:
             continue
         d = derive(bundle.directory, shape.id, device=device)
-        expr_flops = evaluate(problem.flops, shape.params)
-        expr_bytes = evaluate(problem.bytes, shape.params)
+        expr_flops, expr_bytes = work(problem, shape)
         ok = agrees(expr_flops, d.flops, rtol) and agrees(expr_bytes, d.bytes, rtol)
         rows.append(CheckRow(shape=shape.id, expr_flops=expr_flops, derived_flops=d.flops,
                              expr_bytes=expr_bytes, derived_bytes=d.bytes, ok=ok))

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from grader.errors import ProblemError
 from grader.formats.problem import Problem, Shape
-from grader.scoring.expr import evaluate
+from grader.scoring.roofline import work
 from grader.suite import ProblemBundle, Suite
 
 SPEC_NAME = "spec.toml"
@@ -62,17 +62,46 @@ def signature(reference_source: str, problem_id: str) -> str:
     raise ProblemError(f"problem {problem_id}: reference.py has no def reference(...)")
 
 
-def spec_text(problem: Problem, reference_source: str) -> str:
+def module_signature(sources: Mapping[str, str], problem: Problem) -> str:
+    """A module problem's entry: `class ModelNew(torch.nn.Module)` with the constructor and
+    forward arguments of the reference's `class Model` (found in reference.py or the files it
+    wraps)."""
+    head = f"class {problem.entry_names()[0]}(torch.nn.Module)"
+    for name, text in sources.items():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as exc:
+            raise ProblemError(f"problem {problem.id}: {name} does not parse: {exc}") from None
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == "Model":
+                methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+                parts = [f"{m}({ast.unparse(methods[m].args)})" for m in ("__init__", "forward")
+                         if m in methods]
+                return f"{head}: {'; '.join(parts)}"
+    return f"{head}: the constructor and forward() of the reference's Model"
+
+
+def spec_text(problem: Problem, reference_source: str,
+              extra_sources: Mapping[str, str] | None = None) -> str:
     """The public spec of one problem, as TOML."""
+    if problem.interface == "module":
+        sig = module_signature({"reference.py": reference_source, **(extra_sources or {})},
+                               problem)
+    else:
+        sig = signature(reference_source, problem.id)
     lines = [
         "# Public specification of one problem. Your kernel is graded on these shapes and on",
         "# further, larger hidden shapes of the same operator.",
         f"id = {_toml_str(problem.id)}",
         f"operator = {_toml_str(problem.operator)}",
-        f"signature = {_toml_str(signature(reference_source, problem.id))}",
+        f"signature = {_toml_str(sig)}",
         f"description = {_toml_str(problem.description.strip())}",
         f"dtypes = [{', '.join(_toml_str(d) for d in problem.dtypes)}]",
     ]
+    if problem.interface == "module":
+        lines += ['interface = "module"',
+                  f"entry_classes = [{', '.join(_toml_str(c) for c in problem.entry_names())}]",
+                  f"init_params = [{', '.join(_toml_str(c) for c in problem.init_params)}]"]
     for dtype in problem.dtypes:
         tol = problem.tolerance_for(dtype)
         lines += ["", f"[tolerance.{dtype}]", f"atol = {tol.atol!r}", f"rtol = {tol.rtol!r}"]
@@ -101,6 +130,16 @@ def submission_template(suite: Suite) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _module_note(suite: Suite) -> str:
+    if all(b.problem.interface == "function" for b in suite.problems.values()):
+        return ""
+    return """ Where `spec.toml` says `interface = "module"`, define instead the class
+its `signature` names, with the constructor and `forward` arguments of the reference's `Model`:
+it is built once per input set with the shape's `init_params`, under the seed the reference's
+`Model` is built under (parameters created in the same order are equal), in eval mode, and
+called as `model(*inputs)` under `torch.no_grad()`."""
+
+
 def readme(suite: Suite) -> str:
     rows = "\n".join(f"| `{b.id}` | {b.problem.operator} | {', '.join(b.problem.dtypes)} | "
                      f"{len(public_shapes(b.problem))} |" for b in suite.problems.values())
@@ -112,8 +151,9 @@ def readme(suite: Suite) -> str:
 
 For each problem, `kernels/<problem>.py` defining `kernel(...)` with the arguments of the
 problem's `reference(...)` (see `signature` in its `spec.toml`), returning the same tensors
-(dtypes and shapes). Outputs must match the reference within the tolerance of the output
-dtype: `|out - ref| <= atol + rtol * |ref|` element-wise; NaN or Inf never passes.
+(dtypes and shapes).{_module_note(suite)} Outputs must match the reference within the
+tolerance of the output dtype: `|out - ref| <= atol + rtol * |ref|` element-wise; NaN or Inf
+never passes.
 
 Then fill in `submission.toml` and bundle: `tar -cf submission.tar submission.toml kernels/`.
 
@@ -140,10 +180,14 @@ FLOPs and bytes need at peak); problems are weighted by their share of productio
 
 
 def _problem_files(bundle: ProblemBundle) -> dict[str, bytes]:
+    """spec.toml, reference.py and the problem's extra files (what reference.py imports)."""
     source = (bundle.directory / "reference.py").read_bytes()
-    spec = spec_text(bundle.problem, source.decode("utf-8"))
+    extra = {name: (bundle.directory / name).read_bytes() for name in bundle.problem.extra_files}
+    spec = spec_text(bundle.problem, source.decode("utf-8"),
+                     {n: b.decode("utf-8", errors="replace") for n, b in extra.items()})
     return {f"problems/{bundle.id}/{SPEC_NAME}": spec.encode(),
-            f"problems/{bundle.id}/reference.py": source}
+            f"problems/{bundle.id}/reference.py": source,
+            **{f"problems/{bundle.id}/{name}": data for name, data in extra.items()}}
 
 
 def kit_files(suite: Suite) -> dict[str, bytes]:
@@ -170,14 +214,14 @@ def hidden_values(suite: Suite) -> tuple[set[str], set[float]]:
         p = b.problem
         strings |= {p.hidden.provenance, p.hidden.notes}
         # An expression that is a bare name (`flops = "n"`) is only a public param's name.
-        strings |= {e for x in (p.flops, p.bytes) for e in (x, "".join(x.split()))
-                    if not x.isidentifier()}
+        strings |= {e for x in (p.flops, p.bytes) if x is not None
+                    for e in (x, "".join(x.split())) if not x.isidentifier()}
         public_strings |= set(p.dtypes)
         for s in p.shapes:
             values = {float(v) for v in s.params.values()
                       if isinstance(v, int | float) and not isinstance(v, bool)}
             texts = {v for v in s.params.values() if isinstance(v, str)}
-            numbers |= {evaluate(p.flops, s.params), evaluate(p.bytes, s.params)}
+            numbers |= set(work(p, s))
             if s.smoke:
                 public |= values
                 public_strings |= texts

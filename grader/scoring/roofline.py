@@ -108,13 +108,21 @@ def roofline_values(flops: float, nbytes: float, dtype: PeakDType, profile: Hard
     )
 
 
+def work(problem: Problem, shape: Shape) -> tuple[float, float]:
+    """(FLOPs, bytes) of `shape`: its own numbers where it has them, else the problem's
+    expressions evaluated on its params (the model guarantees one of the two)."""
+    flops = shape.flops if shape.flops is not None else evaluate(problem.flops or "", shape.params)
+    nbytes = shape.bytes if shape.bytes is not None else evaluate(problem.bytes or "",
+                                                                   shape.params)
+    return flops, nbytes
+
+
 def roofline(problem: Problem, shape: Shape, profile: HardwareProfile, *,
              use_measured: bool = False) -> Roofline:
     """The roofline of `shape` of `problem`, from the problem's `flops` and `bytes` expressions."""
     where = f"problem {problem.id}, shape {shape.id}"
     try:
-        flops = evaluate(problem.flops, shape.params)
-        nbytes = evaluate(problem.bytes, shape.params)
+        flops, nbytes = work(problem, shape)
     except ProblemError as exc:
         raise ProblemError(f"{where}: {exc.message}", hint=exc.hint) from None
     if not nbytes > 0 or not flops >= 0:

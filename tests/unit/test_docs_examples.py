@@ -20,14 +20,14 @@ BLOCKS = re.findall(r"```(\w+)\n(.*?)```", DOC, re.S)
 TOML = [body for lang, body in BLOCKS if lang == "toml"]
 
 
-@pytest.mark.parametrize(("index", "model"), [(0, Manifest), (1, Problem), (2, SuiteFile),
-                                              (3, Weights)])
+@pytest.mark.parametrize(("index", "model"), [(0, Manifest), (1, Problem), (2, Problem),
+                                              (3, SuiteFile), (4, Weights)])
 def test_toml_examples_validate(index: int, model: type) -> None:
     model.model_validate(tomllib.loads(TOML[index]))
 
 
 def test_every_toml_block_is_checked() -> None:
-    assert len(TOML) == 4
+    assert len(TOML) == 5
 
 
 def test_kernel_example_runs_under_the_interpreter() -> None:

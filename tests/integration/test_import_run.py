@@ -1,0 +1,64 @@
+"""Imported suites graded end to end with `grader run`: class entries against the real engine.
+
+KernelBench: a Triton ModelNew (relu), a Triton ModelNew whose nn.Linear weights must equal the
+reference's (built under the same seed in the other container), and a ModelNew delegating to
+torch.matmul. Atrex: a Triton `class Model`, and one that launches Triton but computes with an
+nn.ReLU built in its constructor, which only the trace of forward() shows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.bundle_tools import create_bundle
+from grader.paths import REPO
+
+pytestmark = pytest.mark.docker
+
+FIXTURES = REPO / "tests" / "fixtures" / "import"
+
+
+def _grader(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, cwd=REPO, check=False)
+
+
+def _verdicts(out: Path) -> dict[str, list[str]]:
+    rep = json.loads((out / "report.json").read_text())
+    return {p["id"]: [s["verdict"] for s in p["shapes"]] for p in rep["problems"]}
+
+
+def test_imported_suites_grade_class_entries(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    for kind, name in (("kernelbench", "kernelbench-fixture"), ("atrex", "atrex-fixture")):
+        res = _grader("import", kind, str(FIXTURES / kind), "-o", str(suites / name))
+        assert res.returncode == 0, res.stderr
+        create_bundle(FIXTURES / "entries" / kind, tmp_path / f"{kind}.tar")
+
+    # KernelBench shapes are the files' own, none smoke: --shapes all on the CPU
+    res = _grader("run", str(tmp_path / "kernelbench.tar"), "--suites", str(suites),
+                  "-o", str(tmp_path / "kb"), "--shapes", "all", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert _verdicts(tmp_path / "kb") == {"level1_19_relu": ["passed"],
+                                          "level1_99_linear_relu": ["passed"],
+                                          "level2_3_matmul_scale": ["fallback"]}
+    rep = json.loads((tmp_path / "kb" / "report.json").read_text())
+    mm = next(p for p in rep["problems"] if p["id"] == "level2_3_matmul_scale")
+    assert "aten.mm" in mm["shapes"][0]["trace"]["torch_ops"]
+
+    # Atrex smoke shapes (the default on a CPU); scale_softmax has no entry
+    res = _grader("run", str(tmp_path / "atrex.tar"), "--suites", str(suites),
+                  "-o", str(tmp_path / "atrex"), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    got = _verdicts(tmp_path / "atrex")
+    assert got["linear"] == ["passed"] and got["relu"] == ["fallback"]
+    rep = json.loads((tmp_path / "atrex" / "report.json").read_text())
+    relu = next(p for p in rep["problems"] if p["id"] == "relu")["shapes"][0]
+    assert "aten.relu" in relu["trace"]["torch_ops"]
+    assert {f["rule"] for f in relu["findings"]} >= {"DY001"}

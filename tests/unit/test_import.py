@@ -1,0 +1,366 @@
+"""`grader import atrex|kernelbench`: every source field mapped, a loadable suite whose references
+run, and a clear ProblemError (never a traceback) for each kind of malformed source."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.errors import ProblemError, UsageError
+from grader.harness.modules import as_function, build_module
+from grader.importers import ImportOptions, import_suite
+from grader.importers.common import problem_id, shape_id
+from grader.paths import REPO
+from grader.scoring.derive import check, load_reference
+from grader.scoring.release import build_kit, kit_files
+from grader.suite import Suite, load_suite
+
+FIXTURES = REPO / "tests" / "fixtures" / "import"
+ATREX = FIXTURES / "atrex"
+KERNELBENCH = FIXTURES / "kernelbench"
+
+
+def imported(kind: str, source: Path, out: Path, **kw: object) -> Suite:
+    return import_suite(kind, source, ImportOptions(out=out, **kw)).suite  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def atrex_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    return imported("atrex", ATREX, tmp_path_factory.mktemp("a") / "atrex-fixture")
+
+
+@pytest.fixture(scope="module")
+def kb_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    return imported("kernelbench", KERNELBENCH, tmp_path_factory.mktemp("k") / "kb-fixture")
+
+
+# -- Atrex: the mapping -----------------------------------------------------------------------
+def test_atrex_suite_and_weights(atrex_suite: Suite) -> None:
+    assert atrex_suite.id == "atrex-fixture" and atrex_suite.info.version == "0.1.0"
+    assert list(atrex_suite.problems) == ["linear", "relu", "scale_softmax"]
+    w = {(x.problem, x.shape): x.weight for x in atrex_suite.weights.weights}
+    # {"op": n}, {"op": {"weight", "shapes"}}, {"op": {shape key: n}} with a name and an index
+    assert w == {("relu", None): 0.2, ("linear", None): 0.5, ("linear", "llama_proj"): 0.4,
+                 ("scale_softmax", "rows8"): 0.1, ("scale_softmax", "shape1"): 0.2}
+    assert atrex_suite.weights.source == "Atrex-Bench operator_importance.json"
+
+
+def test_atrex_metadata_formulas_tolerance_and_shapes(atrex_suite: Suite) -> None:
+    p = atrex_suite.problems["relu"].problem
+    assert (p.operator, p.description, p.dtypes) == (
+        "elementwise", "out = max(x, 0), elementwise, fp32", ["float32"])
+    assert (p.flops, p.bytes) == ("n", "8 * n")
+    assert p.tolerance_for("float32").atol == 1e-6 and p.tolerance_for("float32").rtol == 1e-6
+    assert p.interface == "module" and p.init_params == [] and p.entry_names()[0] == "Model"
+    assert p.extra_files == ["source_input.py", "source_reference.py"]
+    assert [(s.id, s.params, s.phase, s.smoke, s.flops) for s in p.shapes] == [
+        ("tiny", {"n": 1000}, "prefill", True, None),
+        ("decode_4k", {"n": 4096}, "decode", False, None)]  # "decode 4k" made an id
+    assert p.hidden.provenance == "fixture written for the grader's importer tests"
+    notes = p.hidden.notes
+    assert "fields not imported: owner" in notes and "source_trace" in notes
+    assert "phase prefill assumed for shapes tiny" in notes
+
+
+def test_atrex_init_kwargs_and_roofline_numbers(atrex_suite: Suite) -> None:
+    p = atrex_suite.problems["linear"].problem
+    assert p.init_params == ["in_features", "out_features"]
+    small, big = p.shapes
+    # init and input kwargs share in_features (same value): one param
+    assert small.params == {"in_features": 32, "out_features": 16, "batch": 8}
+    assert small.smoke and not big.smoke  # "public": true
+    assert (small.flops, small.bytes, big.flops, big.bytes) == (8192, 3648, 98304, 19648)
+    assert p.flops is None and p.bytes is None
+    assert p.tolerance_for("float32").atol == 1e-3  # tolerance by dtype
+    assert p.init_kwargs(big) == {"in_features": 64, "out_features": 48}
+    assert p.description.startswith("A linear layer")
+
+
+def test_atrex_without_metadata_derives_and_assumes(atrex_suite: Suite) -> None:
+    p = atrex_suite.problems["scale_softmax"].problem
+    assert [s.id for s in p.shapes] == ["rows8", "shape1"]  # an unnamed shape: its index
+    assert p.dtypes == ["float32"] and p.tolerance == {}
+    assert all(s.flops and s.bytes for s in p.shapes)
+    assert "derived" in p.hidden.notes and "no metadata.json" in p.hidden.notes
+    assert p.description == "Atrex-Bench operator scale_softmax"
+
+
+def test_atrex_numbers_agree_with_derivation(atrex_suite: Suite) -> None:
+    for bundle in atrex_suite.problems.values():
+        rows = check(bundle.directory)
+        assert rows and all(r.ok for r in rows), rows
+
+
+# -- KernelBench: the mapping ----------------------------------------------------------------
+def test_kernelbench_mapping(kb_suite: Suite) -> None:
+    assert list(kb_suite.problems) == ["level1_19_relu", "level1_99_linear_relu",
+                                       "level2_3_matmul_scale"]
+    assert {(w.problem, w.shape, w.weight) for w in kb_suite.weights.weights} == {
+        (pid, None, 1.0) for pid in kb_suite.problems}
+    assert "KernelBench has no" in kb_suite.weights.source
+    relu = kb_suite.problems["level1_19_relu"].problem
+    assert relu.operator == "ReLU" and relu.description == (
+        "Simple model that performs a ReLU activation.")
+    assert [(s.id, s.params, s.phase, s.smoke) for s in relu.shapes] == [
+        ("default", {"batch_size": 4, "dim": 256}, "prefill", False)]
+    assert relu.entry_names() == ("ModelNew", "Model") and relu.init_params == []
+    assert relu.tolerance_for("float32").atol == 1e-2 and relu.dtypes == ["float32"]
+    assert relu.extra_files == ["source_problem.py"]
+    assert relu.hidden.provenance == "KernelBench level1/19_ReLU.py"
+    lin = kb_suite.problems["level1_99_linear_relu"].problem
+    assert lin.init_params == ["in_features", "out_features"]
+    assert lin.shapes[0].params == {"in_features": 32, "out_features": 16, "batch_size": 8}
+    mm = kb_suite.problems["level2_3_matmul_scale"].problem
+    # get_init_inputs() returns [scale * 2]: named after Model.__init__'s argument
+    assert mm.init_params == ["scaling_factor"]
+    assert mm.shapes[0].params == {"scaling_factor": 1.0, "M": 16, "K": 32, "N": 24,
+                                   "scale": 0.5}
+    for bundle in kb_suite.problems.values():
+        rows = check(bundle.directory)  # the derived numbers are what derivation says
+        assert rows[0].ok and rows[0].derived_flops > 0, rows
+
+
+def test_one_kernelbench_file(tmp_path: Path) -> None:
+    suite = imported("kernelbench", KERNELBENCH / "level1" / "19_ReLU.py", tmp_path / "one")
+    assert list(suite.problems) == ["19_relu"]
+
+
+# -- the imported suites load and their references run ------------------------------------
+@pytest.mark.parametrize("which", ["atrex_suite", "kb_suite"])
+def test_references_run_seeded_on_cpu(which: str, request: pytest.FixtureRequest) -> None:
+    suite: Suite = request.getfixturevalue(which)
+    again = load_suite(suite.directory)  # the loader `grader run` uses
+    assert list(again.problems) == list(suite.problems)
+    for bundle in suite.problems.values():
+        p = bundle.problem
+        assert set(bundle.files()) == {"problem.toml", "reference.py", *p.extra_files}
+        ref = load_reference(bundle.directory, "module")
+        for shape in p.shapes:
+            state = torch.get_rng_state()
+            inputs = ref.make_inputs(3, "cpu", **shape.params)
+            assert torch.equal(torch.get_rng_state(), state)  # the global RNG is untouched
+            same = ref.make_inputs(3, "cpu", **shape.params)
+            other = ref.make_inputs(4, "cpu", **shape.params)
+            assert all(torch.equal(a, b) for a, b in zip(inputs, same, strict=True))
+            assert not all(torch.equal(a, b) for a, b in zip(inputs, other, strict=True))
+            model = build_module(ref.Model, p.init_kwargs(shape), 5, "cpu")
+            out = as_function(model)(*inputs)
+            assert isinstance(out, torch.Tensor) and torch.isfinite(out).all()
+            twin = build_module(ref.Model, p.init_kwargs(shape), 5, "cpu")
+            assert torch.equal(as_function(twin)(*inputs), out)  # same seed, same weights
+
+
+def test_atrex_release_kit_has_sources_but_no_hidden_files(atrex_suite: Suite) -> None:
+    files = kit_files(atrex_suite)
+    names = {n.split("/", 2)[-1] for n in files if n.startswith("problems/linear/")}
+    assert names == {"spec.toml", "reference.py", "source_reference.py", "source_input.py"}
+    assert not any(n.endswith(("metadata.json", "roofline.json", "problem.toml",
+                               "weights.toml")) for n in files)
+    spec = files["problems/linear/spec.toml"].decode()
+    assert 'interface = "module"' in spec and "class Model(torch.nn.Module)" in spec
+    assert "__init__(self, in_features, out_features); forward(self, x)" in spec
+    assert "interface = \"module\"" in files["README.md"].decode()
+    build_kit(atrex_suite)  # no hidden value in any published file
+
+
+def test_kernelbench_kit_refused_its_source_states_the_sizes(kb_suite: Suite) -> None:
+    with pytest.raises(ProblemError, match=r"would leak hidden values.*256"):
+        build_kit(kb_suite)
+
+
+# -- ids --------------------------------------------------------------------------------------
+def test_ids_are_safe_and_unique() -> None:
+    taken: set[str] = set()
+    assert problem_id("Level 1/19_ReLU", taken) == "level_1_19_relu"
+    assert problem_id("level-1 19 relu", taken) == "level_1_19_relu_2"
+    assert problem_id("___", taken) == "problem"
+    assert shape_id("decode 4k/x", set(), "s0") == "decode_4k_x"
+    assert shape_id("..", set(), "s0") == "s0"
+
+
+# -- malformed sources: a ProblemError naming what is wrong -----------------------------------
+def _atrex_copy(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    shutil.copytree(ATREX, src)
+    return src
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+def _rmdirs(root: Path) -> None:
+    for d in root.iterdir():
+        if d.is_dir():
+            shutil.rmtree(d)
+
+
+ATREX_BREAKS: list[tuple[str, Callable[[Path], None], str]] = [
+    ("no-reference", lambda s: (s / "relu" / "reference.py").unlink(),
+     r"relu/reference.py: missing"),
+    ("no-input", lambda s: (s / "relu" / "input.py").unlink(), r"relu/input.py: missing"),
+    ("no-shapes", lambda s: (s / "relu" / "shapes.json").unlink(), r"shapes.json: missing"),
+    ("bad-json", lambda s: _write(s / "relu" / "shapes.json", "[{"),
+     r"shapes.json: not valid JSON: .* line 1"),
+    ("shapes-not-list", lambda s: _write(s / "relu" / "shapes.json", '{"n": 1}'),
+     r"shapes.json: is a JSON dict, expected a list of shapes"),
+    ("shapes-empty", lambda s: _write(s / "relu" / "shapes.json", "[]"), r"lists no shape"),
+    ("shape-not-object", lambda s: _write(s / "relu" / "shapes.json", "[3]"),
+     r"shapes.json: shape 0: unexpected content"),
+    ("no-class", lambda s: _write(s / "relu" / "reference.py", "def Model(): pass\n"),
+     r"reference.py: defines no class Model"),
+    ("syntax", lambda s: _write(s / "relu" / "reference.py", "class Model(:\n"),
+     r"reference.py: not valid Python"),
+    ("no-make-inputs", lambda s: _write(s / "relu" / "input.py", "x = 1\n"),
+     r"input.py: defines no _make_inputs\(\)"),
+    ("list-param", lambda s: _write(s / "relu" / "shapes.json",
+                                    '[{"input_kwargs": {"n": [1, 2]}}]'),
+     r"input_kwargs.n: is list"),
+    ("param-conflict", lambda s: _write(
+        s / "linear" / "shapes.json", '[{"init_kwargs": {"in_features": 4, "out_features": 2},'
+        ' "input_kwargs": {"batch": 2, "in_features": 8}}]'),
+     r"`in_features` is 4 for the constructor and 8 for the inputs"),
+    ("bad-dtype", lambda s: _write(s / "relu" / "metadata.json", '{"dtype": "complex32"}'),
+     r"metadata.json: dtype: unknown dtype 'complex32'"),
+    ("bad-metadata", lambda s: _write(s / "relu" / "metadata.json", '{"tolerance": "tight"}'),
+     r"metadata.json: unexpected content:\n  field tolerance"),
+    ("roofline-length", lambda s: _write(s / "linear" / "roofline.json", "[]"),
+     r"roofline.json: lists 0 entries for 2 shapes"),
+    ("roofline-negative", lambda s: _write(s / "linear" / "roofline.json",
+                                           '{"small": {"flops": -1}}'),
+     r"roofline.json: shape small: unexpected content"),
+    ("importance-bad", lambda s: _write(s / "operator_importance.json", '{"relu": "high"}'),
+     r"operator_importance.json: relu: weight 'high' is not a number"),
+    ("importance-not-object", lambda s: _write(s / "operator_importance.json", "7"),
+     r"operator_importance.json: is a JSON int"),
+    ("no-operators", lambda s: _rmdirs(s), r"no operator folder"),
+]
+
+
+@pytest.mark.parametrize(("case", "breaks", "message"), ATREX_BREAKS,
+                         ids=[c[0] for c in ATREX_BREAKS])
+def test_atrex_malformed(tmp_path: Path, case: str, breaks: Callable[[Path], None],
+                         message: str) -> None:
+    src = _atrex_copy(tmp_path)
+    breaks(src)
+    with pytest.raises(ProblemError, match=message):
+        imported("atrex", src, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["src"]  # no staging folder left behind
+
+
+KB_BREAKS: list[tuple[str, str, str]] = [
+    ("no-class", "def get_inputs(): return []\n", r"defines no class Model"),
+    ("no-get-inputs", "class Model: pass\n", r"defines no get_inputs\(\)"),
+    ("syntax", "class Model(\n", r"not valid Python"),
+    ("init-not-literal", "class Model:\n    def __init__(self, a): pass\n"
+     "def get_inputs(): return []\ndef get_init_inputs(): return make()\n",
+     r"does not return a list literal"),
+    ("init-tuple", "class Model:\n    def __init__(self, k): pass\n"
+     "def get_inputs(): return []\ndef get_init_inputs(): return [(3, 5)]\n",
+     r"returns \[\(3, 5\)\]: only numbers, strings"),
+    ("too-many-init", "class Model:\n    def __init__(self): pass\n"
+     "def get_inputs(): return []\ndef get_init_inputs(): return [1]\n",
+     r"gives 1 value\(s\), Model.__init__ names 0"),
+    ("too-few-init", "class Model:\n    def __init__(self, a, b): pass\n"
+     "def get_inputs(): return []\ndef get_init_inputs(): return [1]\n",
+     r"Model.__init__ needs 2"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "message"), KB_BREAKS, ids=[c[0] for c in KB_BREAKS])
+def test_kernelbench_malformed(tmp_path: Path, case: str, text: str, message: str) -> None:
+    src = tmp_path / "src" / "level1"
+    src.mkdir(parents=True)
+    (src / "1_Op.py").write_text(text)
+    with pytest.raises(ProblemError, match=message):
+        imported("kernelbench", tmp_path / "src", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_kernelbench_no_problem_files(tmp_path: Path) -> None:
+    (tmp_path / "notes.py").write_text("x = 1\n")
+    with pytest.raises(ProblemError, match="no KernelBench problem file"):
+        imported("kernelbench", tmp_path, tmp_path / "out")
+
+
+def test_missing_source_and_existing_out_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file or folder"):
+        imported("kernelbench", tmp_path / "nowhere", tmp_path / "out")
+    with pytest.raises(UsageError, match="not a folder"):
+        imported("atrex", tmp_path / "nowhere", tmp_path / "out")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep").write_text("mine")
+    with pytest.raises(UsageError, match="never overwrites"):
+        imported("atrex", ATREX, tmp_path / "out")
+    assert (tmp_path / "out" / "keep").read_text() == "mine"
+    with pytest.raises(UsageError, match="not a valid one"):
+        imported("atrex", ATREX, tmp_path / "bad name")
+
+
+def test_skip_bad_leaves_out_and_lists(tmp_path: Path) -> None:
+    src = _atrex_copy(tmp_path)
+    (src / "relu" / "shapes.json").write_text('{"oops": 1}')
+    result = import_suite("atrex", src, ImportOptions(out=tmp_path / "out", skip_bad=True))
+    assert list(result.suite.problems) == ["linear", "scale_softmax"]
+    assert len(result.skipped) == 1 and "expected a list of shapes" in result.skipped[0]
+    assert any("'relu' is no imported operator" in n for n in result.notes)
+
+
+def test_derivation_failure_names_problem_and_shape(tmp_path: Path) -> None:
+    src = _atrex_copy(tmp_path)
+    (src / "scale_softmax" / "reference.py").write_text(
+        "import torch\nclass Model(torch.nn.Module):\n    def __init__(self, scale):\n"
+        "        super().__init__()\n    def forward(self, x):\n"
+        "        raise RuntimeError('boom')\n")
+    with pytest.raises(ProblemError, match=r"scale_softmax: deriving FLOPs and bytes of shape "
+                       r"rows8 on meta failed: RuntimeError: boom"):
+        imported("atrex", src, tmp_path / "out")
+
+
+def test_importance_list_form_and_no_importance(tmp_path: Path) -> None:
+    src = _atrex_copy(tmp_path)
+    (src / "operator_importance.json").write_text(json.dumps({"operators": [
+        {"operator": "relu", "weight": 2}, {"operator": "linear", "shape": "small",
+                                            "weight": 1.5}]}))
+    suite = imported("atrex", src, tmp_path / "a")
+    assert {(w.problem, w.shape, w.weight) for w in suite.weights.weights} == {
+        ("relu", None, 2.0), ("linear", "small", 1.5)}
+    (src / "operator_importance.json").unlink()
+    suite = imported("atrex", src, tmp_path / "b")
+    assert {(w.problem, w.weight) for w in suite.weights.weights} == {
+        (p, 1.0) for p in suite.problems}
+    assert suite.weights.source.startswith("uniform")
+
+
+# -- the command --------------------------------------------------------------------------------
+def _grader(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, cwd=REPO, check=False)
+
+
+def test_cli_imports_and_prints_next_step(tmp_path: Path) -> None:
+    res = _grader("import", "kernelbench", str(KERNELBENCH), "-o", str(tmp_path / "kb"),
+                  "--suite-version", "2.0", "--seeds", "3")
+    assert res.returncode == 0, res.stderr
+    assert "imported 3 problem(s), 3 shape(s)" in res.stdout and "next: grader run" in res.stdout
+    info = load_suite(tmp_path / "kb").info
+    assert (info.version, info.seeds_per_shape) == ("2.0", 3)
+
+
+def test_cli_errors_have_exit_codes_and_no_traceback(tmp_path: Path) -> None:
+    src = _atrex_copy(tmp_path)
+    (src / "relu" / "shapes.json").write_text('{"n": 1}')
+    res = _grader("import", "atrex", str(src), "-o", str(tmp_path / "out"))
+    assert res.returncode == ProblemError.exit_code
+    assert res.stderr.startswith("error: ") and "expected a list of shapes" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = _grader("import", "atrex", str(tmp_path / "none"), "-o", str(tmp_path / "out"))
+    assert res.returncode == UsageError.exit_code and "Traceback" not in res.stderr
