@@ -9,6 +9,8 @@
 #   fallback         examples/torch-fallback graded once
 #   tests            pytest --run-docker --run-gpu tests/gpu
 #   suite:DIR[:P,..] the submission folder DIR graded (optionally only problems P,..)
+#   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
+#                    reference in one bare process) -> $OUT/bare.json and the table
 # With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
 set -uo pipefail
 bash .device/start-dockerd.sh
@@ -47,6 +49,9 @@ for step in "${steps[@]}"; do
              opts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do opts+=(--problem "$p"); done
              grade "$dir" "$name" "${opts[@]}" ;;
+    bare) python3 bench/baseline_bare.py --seeds 1 --budget 1.0 -o "$OUT/bare.json" \
+            2>&1 | tail -n 3
+          python3 bench/baseline.py --bare "$OUT/bare.json" 2>&1 | tee "$OUT/baseline.md" ;;
     *) echo "unknown step: $step" ;;
   esac
 done

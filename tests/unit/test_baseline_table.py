@@ -1,0 +1,64 @@
+"""bench/baseline.py: the baseline table in docs/llm-inference.md is what the script computes
+from the committed H200 results, and the fraction and median rules are the documented ones."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.paths import REPO
+from grader.scoring.hardware import load_hardware
+from grader.scoring.roofline import roofline
+from grader.suite import load_suite
+
+DATA = REPO / "docs" / "data" / "llm-inference-baseline-h200-2026-11-29.json"
+
+
+def _table(*args: str) -> str:
+    res = subprocess.run([sys.executable, str(REPO / "bench" / "baseline.py"), *args],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    return {cells[0]: cells[1:] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| problem")
+            and not line.startswith("| ---")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+
+
+def test_docs_table_is_the_scripts_output() -> None:
+    ours = _rows(_table("--bare", str(DATA)))
+    doc = (REPO / "docs" / "llm-inference.md").read_text()
+    section = doc[doc.index("## Baseline on the H200"):]
+    documented = _rows(section[: section.index("Sanity of the rooflines")])
+    assert documented.keys() == ours.keys()
+    for pid, cells in documented.items():
+        # shapes, Triton, PyTorch, reference; a failed column is explained in words in the doc
+        got = ours[pid][:4]
+        for doc_cell, cell in zip(cells, got, strict=True):
+            assert doc_cell == cell or (cell == "–" and not re.fullmatch(r"[\d.]+", doc_cell)), (
+                pid, cells, got)
+
+
+def test_fraction_is_roofline_over_median_and_problem_is_median(tmp_path: Path) -> None:
+    suite = load_suite(REPO / "problem_bundles" / "llm-inference")
+    problem = suite.problems["silu_and_mul"].problem
+    scored = [s for s in problem.shapes if not s.smoke][:3]
+    h200 = load_hardware("h200")
+    t = [roofline(problem, s, h200).t_s for s in scored]
+    # Triton at 1/2, 1/4 and 1/8 of the roofline: the median is 1/4; the reference at 1/10.
+    rows = [{"problem": "silu_and_mul", "shape": s.id, "phase": s.phase,
+             "triton": {"median_us": ti * 1e6 * k, "correct": True},
+             "reference": {"median_us": ti * 1e6 * 10, "correct": True},
+             "torch": {"error": "RuntimeError: boom"}}
+            for s, ti, k in zip(scored, t, (2, 4, 8), strict=True)]
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps({"shapes": rows}))
+    row = _rows(_table("--bare", str(path)))["silu_and_mul"]
+    assert row[:4] == ["3", "0.250", "–", "0.100"]
+    assert "torch failed on" in row[4]
