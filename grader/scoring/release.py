@@ -49,13 +49,16 @@ def _toml_value(value: object) -> str:
     return _toml_str(str(value))
 
 
+def _parse(source: str, problem_id: str, name: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except SyntaxError as exc:
+        raise ProblemError(f"problem {problem_id}: {name} does not parse: {exc}") from None
+
+
 def signature(reference_source: str, problem_id: str) -> str:
     """`kernel(...)` with the arguments of the reference's `reference(...)`, read with ast."""
-    try:
-        tree = ast.parse(reference_source)
-    except SyntaxError as exc:
-        raise ProblemError(f"problem {problem_id}: reference.py does not parse: {exc}") from None
-    for node in tree.body:
+    for node in _parse(reference_source, problem_id, "reference.py").body:
         if isinstance(node, ast.FunctionDef) and node.name == "reference":
             ret = f" -> {ast.unparse(node.returns)}" if node.returns else ""
             return f"kernel({ast.unparse(node.args)}){ret}"
@@ -68,11 +71,7 @@ def module_signature(sources: Mapping[str, str], problem: Problem) -> str:
     wraps)."""
     head = f"class {problem.entry_names()[0]}(torch.nn.Module)"
     for name, text in sources.items():
-        try:
-            tree = ast.parse(text)
-        except SyntaxError as exc:
-            raise ProblemError(f"problem {problem.id}: {name} does not parse: {exc}") from None
-        for node in tree.body:
+        for node in _parse(text, problem.id, name).body:
             if isinstance(node, ast.ClassDef) and node.name == "Model":
                 methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
                 parts = [f"{m}({ast.unparse(methods[m].args)})" for m in ("__init__", "forward")
