@@ -46,7 +46,7 @@ def make_inputs(
 
     gain = torch.exp(torch.empty(NB, G, dtype=torch.float32).uniform_(
         math.log(0.25), math.log(2.0), generator=gen))
-    # In place where it can be: the largest weights (36864 x 7168) are 1 GiB in fp32.
+    # In place where it can be: the largest weights are about 1 GiB in fp32.
     w = torch.zeros(NB * BLOCK, K, dtype=torch.float32)  # rows past N stay 0 (a partial block)
     w[:N] = torch.randn(N, K, generator=gen, dtype=torch.float32)
     wb = w.view(NB, BLOCK, G, BLOCK)
