@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from grader.cli_scoring import release as release_cmd
 from grader.errors import ProblemError
 from grader.paths import PROBLEM_BUNDLES
-from grader.scoring.expr import evaluate
 from grader.scoring.release import build_kit, signature
+from grader.scoring.roofline import work
 from grader.suite import Suite, load_suite
 
 DEMO_DIR = PROBLEM_BUNDLES / "demo"
@@ -54,7 +54,7 @@ def hidden_of(suite: Suite) -> tuple[set[str], set[float]]:
         strings |= {x for e in (p.flops, p.bytes) if e is not None and not e.isidentifier()
                     and not NUMBER.fullmatch(e) for x in (e, e.replace(" ", ""))}
         for s in p.shapes:
-            numbers |= {evaluate(p.flops, s.params), evaluate(p.bytes, s.params)}
+            numbers |= set(work(p, s))  # its own numbers, or the expressions evaluated
             values = {float(v) for v in s.params.values() if not isinstance(v, str | bool)}
             if s.smoke:
                 public |= values
