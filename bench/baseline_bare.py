@@ -54,6 +54,9 @@ def measure(suite_dir: Path, entries: dict[str, Path], problems: list[str], seed
     suite = load_suite(suite_dir)
     results: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                                "date": time.strftime("%Y-%m-%d"), "shapes": []}
+    unknown = sorted(set(problems) - set(suite.problems))
+    if unknown:  # before any device time is spent
+        sys.exit(f"not problems of suite {suite.id}: {', '.join(unknown)}")
     for pid in problems or list(suite.problems):
         bundle = suite.problems[pid]
         ref = _load(bundle.directory / "reference.py", f"_bare_ref_{pid}")
