@@ -24,11 +24,14 @@ class Calibration:
     device: str
     copy_bytes_per_s: float  # bytes read plus bytes written, per second
     bf16_flops_per_s: float
+    launch_floor_s: float | None = None  # one tiny kernel between CUDA events, as graded
 
 
 def measure(copy_mib: int = 2048, matmul_n: int = 8192, reps: int = 20) -> Calibration:
     """Median of `reps` timed runs of each, with CUDA events, after a warm-up (needs a GPU)."""
     import torch
+
+    from grader.harness.timing import SPIN_CYCLES
 
     if not torch.cuda.is_available():
         raise UsageError("calibration needs a CUDA GPU and none is visible",
@@ -38,13 +41,14 @@ def measure(copy_mib: int = 2048, matmul_n: int = 8192, reps: int = 20) -> Calib
     a = torch.randn(matmul_n, matmul_n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(matmul_n, matmul_n, device="cuda", dtype=torch.bfloat16)
 
-    def median_s(fn: Callable[[], object]) -> float:
+    def median_s(fn: Callable[[], object], before: Callable[[], object] = lambda: None) -> float:
         fn()
         torch.cuda.synchronize()
         times = []
         for _ in range(reps):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
+            before()
             start.record()
             fn()
             end.record()
@@ -54,10 +58,15 @@ def measure(copy_mib: int = 2048, matmul_n: int = 8192, reps: int = 20) -> Calib
 
     copy_s = median_s(lambda: dst.copy_(src))
     mm_s = median_s(lambda: a @ b)
+    # A one-element add, timed as the harness times a kernel (grader/harness/timing.py: a
+    # spin first, so the launch is queued before the start event runs).
+    one = torch.zeros(1, device="cuda")
+    launch_s = median_s(lambda: one.add_(1.0), before=lambda: torch.cuda._sleep(SPIN_CYCLES))
     # Four significant figures: run-to-run noise is larger than the fifth.
     return Calibration(device=torch.cuda.get_device_name(),
                        copy_bytes_per_s=float(f"{2 * src.numel() / copy_s:.4g}"),
-                       bf16_flops_per_s=float(f"{2 * matmul_n**3 / mm_s:.4g}"))
+                       bf16_flops_per_s=float(f"{2 * matmul_n**3 / mm_s:.4g}"),
+                       launch_floor_s=float(f"{launch_s:.2g}"))
 
 
 def with_measured(profile: HardwareProfile, cal: Calibration,
@@ -70,7 +79,10 @@ def with_measured(profile: HardwareProfile, cal: Calibration,
         bandwidth=Sourced(value=cal.copy_bytes_per_s,
                           source=f"{how}: device-to-device copy, bytes read plus written"),
         peak_flops={"bf16": Sourced(value=cal.bf16_flops_per_s,
-                                    source=f"{how}: bf16 matmul, 2*N^3 FLOPs per product")})
+                                    source=f"{how}: bf16 matmul, 2*N^3 FLOPs per product")},
+        launch_floor=None if cal.launch_floor_s is None else Sourced(
+            value=cal.launch_floor_s,
+            source=f"{how}: a one-element add between CUDA events, after a spin, as graded"))
     return profile.model_copy(update={"measured": measured})
 
 

@@ -52,6 +52,9 @@ class Measured(Strict):
     device: str = Field(min_length=1, max_length=200)
     bandwidth: Sourced | None = None
     peak_flops: dict[PeakDType, Sourced] = Field(default_factory=dict)
+    # The shortest device time one kernel launch shows between two CUDA events, in seconds:
+    # a shape whose roofline is below it is launch-bound (scoring/roofline.py).
+    launch_floor: Sourced | None = None
 
 
 class HardwareProfile(Strict):

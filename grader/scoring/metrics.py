@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from grader.scoring._model import Frozen
+from grader.scoring.roofline import REGIMES, Regime
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -92,11 +93,14 @@ def funnel(shapes: Sequence[ShapeScore]) -> GateFunnel:
 
 def regime_scores(shapes: Sequence[ShapeScore],
                   median: Callable[[Sequence[float]], float | None]
-                  ) -> dict[Literal["memory", "compute"], RegimeScore]:
-    """Per regime (of the shapes that have a roofline): counts and the median S."""
-    out: dict[Literal["memory", "compute"], RegimeScore] = {}
-    for regime in ("memory", "compute"):
+                  ) -> dict[Regime, RegimeScore]:
+    """Per regime (of the shapes that have a roofline): counts and the median S; launch only
+    where the hardware profile knows its launch floor and a shape is below it."""
+    out: dict[Regime, RegimeScore] = {}
+    for regime in REGIMES:
         group = [s for s in shapes if s.scored and s.regime == regime]
+        if regime == "launch" and not group:
+            continue
         out[regime] = RegimeScore(shapes=len(group), counted=sum(1 for s in group if s.counted),
                                   s_median=median([s.s for s in group]))
     return out

@@ -23,7 +23,8 @@ from grader.scoring._model import Frozen
 from grader.scoring.expr import evaluate
 from grader.scoring.hardware import HardwareProfile, PeakDType
 
-Regime = Literal["memory", "compute"]
+Regime = Literal["memory", "compute", "launch"]
+REGIMES: tuple[Regime, ...] = ("memory", "compute", "launch")
 Ceiling = Literal["datasheet", "measured"]
 
 DTYPE_PEAK: dict[str, PeakDType] = {
@@ -103,9 +104,19 @@ def roofline_values(flops: float, nbytes: float, dtype: PeakDType, profile: Hard
         flops_ceiling=flops_ceiling, bandwidth_ceiling=bandwidth_ceiling,
         t_compute_s=t_compute, t_memory_s=t_memory, t_s=max(t_compute, t_memory),
         intensity=intensity, ridge=ridge,
-        # At the ridge both limits are equal; call it compute-bound (the chip's peak is reached).
-        regime="compute" if intensity >= ridge else "memory",
+        regime=_regime(max(t_compute, t_memory), intensity, ridge, profile),
     )
+
+
+def _regime(t_s: float, intensity: float, ridge: float, profile: HardwareProfile) -> Regime:
+    """launch when the roofline is below the profile's measured launch floor (one kernel
+    launch between CUDA events takes longer than the work itself: no kernel can show its
+    roofline there, and S measures launch latency); else by intensity against the ridge. At
+    the ridge both limits are equal: compute-bound (the chip's peak is reached)."""
+    floor = profile.measured.launch_floor if profile.measured else None
+    if floor is not None and t_s < floor.value:
+        return "launch"
+    return "compute" if intensity >= ridge else "memory"
 
 
 def work(problem: Problem, shape: Shape) -> tuple[float, float]:

@@ -31,7 +31,7 @@ from grader.scoring.metrics import (
     regime_scores,
     speedup_geomean,
 )
-from grader.scoring.roofline import Roofline
+from grader.scoring.roofline import Regime, Roofline
 from grader.verdicts import Verdict
 
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -79,7 +79,7 @@ class ShapeScore(Frozen):
     s: float = Field(ge=0)
     t_roofline_s: float | None = None
     measured_s: float | None = None
-    regime: Literal["memory", "compute"] | None = None
+    regime: Regime | None = None
     speedup: float | None = None  # reference_s / measured_s, when both are valid
     flags: list[Flag] = Field(default_factory=list)
 
@@ -106,7 +106,7 @@ class ScoreCard(Frozen):
     speedup_shapes: int
     fast_p: list[FastP]
     funnel: GateFunnel
-    regimes: dict[Literal["memory", "compute"], RegimeScore]
+    regimes: dict[Regime, RegimeScore]
     cost: Cost | None
     tampering_candidates: list[str]  # "problem/shape" with S > 1 or an impossible time
     notes: list[str] = Field(default_factory=list)

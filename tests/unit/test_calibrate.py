@@ -18,7 +18,8 @@ def test_every_profile_round_trips_through_toml(profile: HardwareProfile) -> Non
 
 
 def test_measured_table_replaced_and_read_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    cal = Calibration(device="NVIDIA H200", copy_bytes_per_s=4.31e12, bf16_flops_per_s=7.93e14)
+    cal = Calibration(device="NVIDIA H200", copy_bytes_per_s=4.31e12, bf16_flops_per_s=7.93e14,
+                      launch_floor_s=4.1e-6)
     new = with_measured(load_hardware("h200"), cal, today=dt.date(2026, 11, 29))
     path = tmp_path / "h200.toml"
     path.write_text(profile_toml(new))
@@ -26,6 +27,7 @@ def test_measured_table_replaced_and_read_back(tmp_path) -> None:  # type: ignor
     assert back.measured is not None and back.measured.date == "2026-11-29"
     assert back.memory_bandwidth(use_measured=True).value == 4.31e12
     assert back.peak("bf16", use_measured=True).value == 7.93e14  # type: ignore[union-attr]
+    assert back.measured.launch_floor is not None and back.measured.launch_floor.value == 4.1e-6
     assert back.peak("bf16").value == load_hardware("h200").peak("bf16").value  # type: ignore[union-attr]
 
 

@@ -155,6 +155,16 @@ def test_regime_at_the_ridge_is_compute() -> None:
     assert r.t_compute_s == pytest.approx(r.t_memory_s) and r.regime == "compute"
 
 
+def test_below_the_launch_floor_is_launch_bound() -> None:
+    # 1 MB at 4.8 TB/s: 0.2 µs, under the H200's measured 4.3 µs launch floor.
+    small = roofline_values(1e6, 1e6, "bf16", H200)
+    assert small.regime == "launch" and small.t_s == pytest.approx(1e6 / 4.8e12)
+    # The floor only classifies: the roofline time and the other regimes are unchanged.
+    assert roofline_values(1e6, 1e9, "bf16", H200).regime == "memory"  # 208 µs
+    # A profile that knows no launch floor never says launch.
+    assert roofline_values(1e6, 1e6, "bf16", load_hardware("h100-sxm")).regime == "memory"
+
+
 def test_roofline_time_sums_compute_over_dtypes() -> None:
     t = roofline_time({"bf16": 989.5e12, "fp32": 67e12}, 1.0, H200)
     assert t == pytest.approx(2.0)  # one second at each peak
@@ -203,5 +213,6 @@ def test_bad_expressions_name_problem_and_shape(flops: str, nbytes: str, message
 
 def test_zero_flops_is_memory_bound() -> None:
     p = _problem(flops="0")
-    r = roofline(p, p.shapes[0], H200)
-    assert r.regime == "memory" and r.t_compute_s == 0 and math.isclose(r.t_s, 80 / 4.8e12)
+    h100 = load_hardware("h100-sxm")  # no launch floor: 80 bytes stay memory-bound
+    r = roofline(p, p.shapes[0], h100)
+    assert r.regime == "memory" and r.t_compute_s == 0 and math.isclose(r.t_s, 80 / 3.35e12)

@@ -171,10 +171,11 @@ def test_demo_suite_by_hand() -> None:
 
 def test_demo_regimes_speedup_fast_p_and_funnel() -> None:
     card = score(demo_inputs(), DEMO.weights)
-    # Only the matmul prefill shape is compute-bound on the H200.
-    assert card.regimes["compute"].shapes == 1 and card.regimes["memory"].shapes == 5
+    # Only the matmul prefill shape is compute-bound on the H200; the two small decode shapes
+    # of vector_add and rmsnorm have rooflines under its 4.3 µs launch floor.
+    regimes = {k: (r.shapes, r.counted) for k, r in card.regimes.items()}
+    assert regimes == {"compute": (1, 1), "memory": (3, 3), "launch": (2, 1)}
     assert card.regimes["compute"].s_median == pytest.approx(0.694, abs=1e-3)
-    assert card.regimes["memory"].counted == 4
     # reference = 2 x measured everywhere: the geometric mean over the 5 counted shapes is 2.
     assert card.speedup_geomean == pytest.approx(2.0) and card.speedup_shapes == 5
     fast = {f.p: f.share for f in card.fast_p}
