@@ -117,9 +117,35 @@ def _stats(samples: list[float]) -> tuple[float, float, float]:
     return q(0.5), q(0.75) - q(0.25), sd / mean if mean > 0 else 0.0
 
 
-def judge_timing(entry: ContainerRun, shape: Shape) -> tuple[Timing | None, list[Finding],
-                                                             str | None]:
-    """The shape's timing from the entry's samples, cross-checked with what the host saw."""
+def replay_signature(samples: list[float], n_sets: int) -> str | None:
+    """What the samples show if the entry replays outputs once it has seen an input set.
+
+    The timed loop cycles through the shape's `n_sets` input sets in order (sample i used set
+    i % n_sets), each call on fresh copies. An entry that caches its output under a cheap
+    fingerprint of the inputs computes on a set's first timed call and replays on the others.
+    Said when some set's first sample exceeds both 3x the median of its repeats and that median
+    plus 50 µs, with at least 3 repeats: a warning, not a verdict (lazy one-time work in a first
+    call looks the same), and the evidence for a person to weigh."""
+    if n_sets < 1 or len(samples) < 4 * n_sets:
+        return None
+    worst = None
+    for k in range(n_sets):
+        repeats = sorted(samples[k + n_sets::n_sets])
+        first, typical = samples[k], repeats[len(repeats) // 2]
+        if first > 3 * typical and first - typical > 50 and (
+                worst is None or first / typical > worst[1] / worst[2]):
+            worst = (k, first, typical)
+    if worst is None:
+        return None
+    k, first, typical = worst
+    return (f"input set {k}: its first timed call took {first:.1f} µs, its {n_sets}-periodic "
+            f"repeats {typical:.1f} µs: outputs replayed once the inputs were seen?")
+
+
+def judge_timing(entry: ContainerRun, shape: Shape, n_sets: int = 0
+                 ) -> tuple[Timing | None, list[Finding], str | None]:
+    """The shape's timing from the entry's samples, cross-checked with what the host saw.
+    `n_sets`: how many input sets the timed loop cycled through (0: unknown)."""
     assert entry.out.result is not None
     rec = entry.out.result.timings.get(shape.id)
     if rec is None:
@@ -137,6 +163,10 @@ def judge_timing(entry: ContainerRun, shape: Shape) -> tuple[Timing | None, list
         findings.append(Finding(rule="TM911", severity=Severity.TAMPERING, layer=Layer.DYNAMIC,
                                 message=f"timed samples sum to {sum(samples) / 1e6:.3f} s, more "
                                         f"than the container ran ({entry.exit.wall_s:.3f} s)"))
+    replay = replay_signature(samples, n_sets)
+    if replay:
+        findings.append(Finding(rule="TM914", severity=Severity.WARNING, layer=Layer.DYNAMIC,
+                                message=replay))
     host = [h for h in rec.host_us if h == h and h >= 0]
     if host:
         host_median = _stats(host)[0]
@@ -212,7 +242,7 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                     torch_ops=rec.trace.torch_ops, triton_launches=rec.trace.triton_launches,
                     device_kernels=[KernelTime(name=k.name, kind="unknown", device_us=k.device_us,
                                                calls=k.calls) for k in rec.trace.device_kernels]))
-        timing, timing_findings, timing_error = judge_timing(entry, shape)
+        timing, timing_findings, timing_error = judge_timing(entry, shape, len(timed_cases))
         if timing_error is not None:
             verdicts.append(Verdict.RUNTIME_ERROR)
             details.append("the timed loop failed")
