@@ -38,6 +38,17 @@ def _formats(value: str) -> tuple[str, ...]:
     return out
 
 
+def _gpu_list(_ctx: click.Context, _param: click.Parameter, value: str | None
+              ) -> tuple[int, ...] | None:
+    """--gpus 0,1,3 -> (0, 1, 3)."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items or not all(v.isdigit() and int(v) < 64 for v in items):
+        raise click.BadParameter(f"{value!r}: expected GPU indices 0-63, comma-separated")
+    return tuple(int(v) for v in items)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grader")
 @click.option("--debug", is_flag=True, help="Show tracebacks for grader errors.")
@@ -81,6 +92,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
               help="Hardware profile for the roofline; auto: matched to the GPU's name.")
 @click.option("--gpu", "gpus", type=click.IntRange(0, 63), multiple=True, default=[0],
               show_default=True, help="GPU to grade on; repeat for one worker per GPU.")
+@click.option("--gpus", "gpu_list", callback=_gpu_list, default=None, metavar="N,N,...",
+              help="GPUs to grade on, comma-separated (0,1,2): the same as repeating --gpu.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
               help="--device cpu: problems graded at once.")
 @click.option("-q", "--quiet", is_flag=True,
@@ -92,7 +105,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
         formats: tuple[str, ...], fail_on: frozenset[Verdict], seed_secret: str | None,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
-        gpus: tuple[int, ...], jobs: int, quiet: bool, log_format: str, resume: bool) -> None:
+        gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
+        log_format: str, resume: bool) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
@@ -100,7 +114,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
                      timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
                      quiet=quiet, log_format=log_format, runtime=runtime, python=python,
-                     cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpus)), jobs=jobs,
+                     cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
                      hardware=hardware, resume=resume)
     grade_bundle(req)
 

@@ -144,7 +144,21 @@ def test_fail_on_parsing() -> None:
         _verdict_set("fallback,bogus")
 
 
+def test_gpus_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grader.runner
+
+    seen = []
+    monkeypatch.setattr(grader.runner, "grade_bundle", lambda req: seen.append(req.gpus))
+    for args, gpus in ((["--gpus", "1, 0,3"], (1, 0, 3)), (["--gpu", "2", "--gpu", "2"], (2,)),
+                       ([], (0,))):
+        res = CliRunner().invoke(cli, ["run", str(tmp_path / "b.tar"), *args])
+        assert res.exit_code == 0, res.output
+        assert seen.pop() == gpus
+
+
 @pytest.mark.parametrize(("option", "value", "text"), [
+    ("--gpus", "0,x", "expected GPU indices"),
+    ("--gpus", "64", "expected GPU indices"),
     ("--fail-on", "nonsense", "expected verdicts among"),
     ("--log-format", "xml", "human"),
     ("--format", "pdf", "unknown format"),
