@@ -11,6 +11,7 @@
 #   suite:DIR[:P,..] the submission folder DIR graded (optionally only problems P,..)
 #   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
 #                    reference in one bare process) -> $OUT/bare.json and the table
+#   overhead         bench/overhead.py over every report graded so far in this call
 # With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
 set -uo pipefail
 bash .device/start-dockerd.sh
@@ -52,6 +53,7 @@ for step in "${steps[@]}"; do
     bare) python3 bench/baseline_bare.py --seeds 1 --budget 1.0 -o "$OUT/bare.json" \
             2>&1 | tail -n 3
           python3 bench/baseline.py --bare "$OUT/bare.json" 2>&1 | tee "$OUT/baseline.md" ;;
+    overhead) python3 bench/overhead.py "$OUT"/report-*.json 2>&1 | tee "$OUT/overhead.md" ;;
     *) echo "unknown step: $step" ;;
   esac
 done

@@ -6,6 +6,7 @@ are compared with the reference's by the host (compare.py).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Protocol
 
@@ -177,7 +178,10 @@ def judge_timing(entry: ContainerRun, shape: Shape, n_sets: int = 0
                         f"{median:.1f} µs: work outside the timed stream, or launch overhead"))
     timing = Timing(median_us=median, iqr_us=iqr, cv=cv, samples=len(samples),
                     method=rec.method or "cuda-events",
-                    host_median_us=_stats(host)[0] if host else None)
+                    host_median_us=_stats(host)[0] if host else None,
+                    # evidence like the samples, kept only for bench/overhead.py's split
+                    loop_s=rec.loop_s if rec.loop_s is not None and math.isfinite(rec.loop_s)
+                    and rec.loop_s >= 0 else None)
     return timing, findings, None
 
 

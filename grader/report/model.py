@@ -33,6 +33,7 @@ class Timing(Model):
     samples: int = Field(ge=1)
     method: str  # e.g. "cuda-events"
     host_median_us: float | None = None  # with device-wide sync, host clock: shows hidden work
+    loop_s: float | None = None  # wall time of the whole timed loop, as the harness saw it
 
 
 class KernelTime(Model):

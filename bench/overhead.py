@@ -1,0 +1,81 @@
+"""Where the wall time of grading went, per problem, from one or more report.json files.
+
+    python bench/overhead.py REPORT.json [REPORT.json ...] [--import-s 5.0]
+
+Per problem (host clock, `phases_s` of the report): image work, the reference container (start
+to exit), the entry container, the entry's import as it reported it, and the timed work (the
+timed loops' own wall time, `timing.loop_s`; for reports written before it was recorded, an
+estimate: samples x median device time). Then the overhead (total - timed work) against the
+target of docs/benchmarks.md: 1.5 x (one cold `import torch` + the timed work), with the cold
+import taken from --import-s (default: the median entry import of the reports). Last, how the
+total grows: a least-squares fit of the problem's total against its number of shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from grader.report.model import ProblemResult, Report
+
+
+def timed_work_s(problem: ProblemResult) -> tuple[float, bool]:
+    """Seconds of timed loops, and whether any of it is an estimate."""
+    total, estimated = 0.0, False
+    for s in problem.shapes:
+        if s.timing is None:
+            continue
+        if s.timing.loop_s is not None:
+            total += s.timing.loop_s
+        else:
+            total += s.timing.samples * s.timing.median_us * 1e-6
+            estimated = True
+    return total, estimated
+
+
+def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list[str]]:
+    problems = [p for r in reports for p in r.problems if p.wall_s is not None]
+    imports = [p.phases_s["entry_import"] for p in problems if "entry_import" in p.phases_s]
+    cold = import_s if import_s is not None else (statistics.median(imports) if imports else 0.0)
+    table = ["| problem | shapes | total | image | reference | entry | import | timed | "
+             "overhead | target | overhead / target |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    fit: list[tuple[int, float]] = []
+    for p in problems:
+        timed, estimated = timed_work_s(p)
+        total = p.wall_s or 0.0
+        target = 1.5 * (cold + timed)
+        ph = p.phases_s
+        cells = [f"{ph.get(k, 0.0):.2f}" for k in ("image", "reference", "entry", "entry_import")]
+        table.append(f"| {p.id} | {len(p.shapes)} | {total:.2f} | {' | '.join(cells)} | "
+                     f"{timed:.2f}{'*' if estimated else ''} | {total - timed:.2f} | "
+                     f"{target:.2f} | {(total - timed) / target if target else float('inf'):.2f} |")
+        fit.append((len(p.shapes), total))
+    notes = [f"cold import taken as {cold:.2f} s; * = timed work estimated from the samples"]
+    if len({n for n, _ in fit}) > 1:
+        xs, ys = [n for n, _ in fit], [t for _, t in fit]
+        slope, intercept = statistics.linear_regression(xs, ys)
+        notes.append(f"total ≈ {intercept:.2f} s + {slope:.2f} s per shape "
+                     f"({len(fit)} problems)")
+    if problems:
+        notes.append(f"per problem: median {statistics.median(p.wall_s or 0 for p in problems):.2f}"
+                     f" s over {len(problems)} problems")
+    return table, notes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("reports", nargs="+", type=Path)
+    ap.add_argument("--import-s", type=float, default=None,
+                    help="seconds of one cold `import torch` on the host measured")
+    args = ap.parse_args()
+    reports = [Report.model_validate_json(p.read_text()) for p in args.reports]
+    table, notes = rows(reports, args.import_s)
+    print("\n".join(table))
+    print()
+    print("\n".join(notes))
+
+
+if __name__ == "__main__":
+    main()

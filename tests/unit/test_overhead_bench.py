@@ -1,0 +1,48 @@
+"""bench/overhead.py: the per-problem split of a report's wall time, and its target."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from test_report_render import make_report
+
+from grader.paths import REPO
+from grader.report.model import Timing
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_overhead", REPO / "bench" / "overhead.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_overhead"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_split_target_and_fit() -> None:
+    bench = _bench()
+    rep = make_report(is_performance=True)
+    timing = Timing(median_us=100.0, iqr_us=1.0, cv=0.01, samples=20, method="cuda-events",
+                    loop_s=0.5)
+    problems = []
+    for p, (wall, n_shapes) in zip(rep.problems, ((10.0, 1), (14.0, 3)), strict=False):
+        shapes = [p.shapes[0].model_copy(update={"id": f"s{i}", "timing": timing})
+                  for i in range(n_shapes)]
+        problems.append(p.model_copy(update={
+            "wall_s": wall, "shapes": shapes,
+            "phases_s": {"image": 0.5, "reference": 3.0, "entry": 6.0, "entry_import": 2.0}}))
+    rep = rep.model_copy(update={"problems": problems})
+    table, notes = bench.rows([rep], None)
+    first = [c.strip() for c in table[2].strip("|").split("|")]
+    # total 10 s, one shape whose loop took 0.5 s: overhead 9.5 s against 1.5 x (2 + 0.5)
+    assert first[1:] == ["1", "10.00", "0.50", "3.00", "6.00", "2.00", "0.50", "9.50", "3.75",
+                         "2.53"]
+    assert notes[0].startswith("cold import taken as 2.00 s")
+    assert "total ≈ 8.00 s + 2.00 s per shape (2 problems)" in notes[1]
+    # Without loop_s (older reports) the timed work is estimated and marked.
+    old = timing.model_copy(update={"loop_s": None})
+    assert bench.timed_work_s(problems[0].model_copy(update={"shapes": [
+        problems[0].shapes[0].model_copy(update={"timing": old})]})) == (
+        pytest.approx(20 * 100e-6), True)
