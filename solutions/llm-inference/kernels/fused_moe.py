@@ -16,7 +16,10 @@ once. The grid is ordered in groups of GROUP_M blocks of rows, as in vLLM, so th
 share weight columns run close together in time and find them in L2.
 
 Under Triton's CPU interpreter (TRITON_INTERPRET=1) `tl.dot` on bf16 operands multiplies their
-raw bit patterns, so off the GPU the tiles are widened to fp32 first (exact for bf16 values).
+raw bit patterns, so off the GPU the tiles are widened to fp32 first (exact for bf16 values);
+and its fp32 -> bf16 conversion truncates (rounds toward zero) where a GPU rounds to nearest
+even, which biases every activation the same way and moved an output by two bf16 steps: off
+the GPU the activation is rounded to nearest even by hand first.
 """
 
 from __future__ import annotations
@@ -187,8 +190,19 @@ def _gate_up_silu_kernel(x_ptr, w1_ptr, act_ptr, sorted_ptr, expert_ids_ptr, pos
         g_ptrs += BLOCK_K
         u_ptrs += BLOCK_K
     act = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+    if WIDEN:
+        act = _round_to_bf16(act)
     out_ptrs = act_ptr + slot[:, None].to(tl.int64) * stride_act + rn[None, :]
     tl.store(out_ptrs, act.to(tl.bfloat16), mask=valid[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def _round_to_bf16(x):
+    """x (fp32) rounded to the nearest bf16 value, ties to even, still as fp32: its conversion
+    to bf16 is then exact, even where that conversion truncates (the CPU interpreter)."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
