@@ -25,14 +25,17 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from grader.compare import compare
+from grader.formats.problem import Shape
 from grader.harness.timing import time_kernel
-from grader.suite import load_suite
+from grader.scoring.derive import load_reference
+from grader.suite import ProblemBundle, load_suite
 
 L2_FLUSH_BYTES = 256 << 20
 
@@ -49,6 +52,34 @@ def _as_list(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+def _measure_shape(bundle: ProblemBundle, shape: Shape, ref: Any,
+                   fns: dict[str, Callable[..., Any]], seeds: int, budget_s: float
+                   ) -> dict[str, Any]:
+    """One shape's row; its tensors die with this call."""
+    row: dict[str, Any] = {"problem": bundle.id, "shape": shape.id, "phase": shape.phase}
+    try:
+        sets = [tuple(ref.make_inputs(1000 + i, "cuda", **shape.params)) for i in range(seeds)]
+        with torch.no_grad():
+            expected = [_as_list(ref.reference(*s)) for s in sets]
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return row
+    for name, fn in fns.items():
+        try:
+            fn(*sets[0])  # compile, autotune
+            torch.cuda.synchronize()
+            outcomes = [compare(e, _as_list(fn(*s)), bundle.problem)
+                        for e, s in zip(expected, sets, strict=True)]
+            bad = [o.detail for o in outcomes if not o.ok]
+            raw, _ = time_kernel(fn, sets, l2_flush_bytes=L2_FLUSH_BYTES, budget_s=budget_s)
+            row[name] = {"median_us": statistics.median(raw["device_us"]),
+                         "samples": len(raw["device_us"]), "correct": not bad,
+                         **({"detail": bad[0][:300]} if bad else {})}
+        except Exception as exc:  # one entry failing must not stop the table
+            row[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return row
+
+
 def measure(suite_dir: Path, entries: dict[str, Path], problems: list[str], seeds: int,
             budget_s: float, out_path: Path) -> dict[str, Any]:
     suite = load_suite(suite_dir)
@@ -59,38 +90,16 @@ def measure(suite_dir: Path, entries: dict[str, Path], problems: list[str], seed
         sys.exit(f"not problems of suite {suite.id}: {', '.join(unknown)}")
     for pid in problems or list(suite.problems):
         bundle = suite.problems[pid]
-        ref = _load(bundle.directory / "reference.py", f"_bare_ref_{pid}")
+        ref = load_reference(bundle.directory)
         fns = {"reference": ref.reference}
         for name, folder in entries.items():
             if (folder / f"{pid}.py").is_file():
                 fns[name] = _load(folder / f"{pid}.py", f"_bare_{name}_{pid}").kernel
         for shape in (s for s in bundle.problem.shapes if not s.smoke):
-            row: dict[str, Any] = {"problem": pid, "shape": shape.id, "phase": shape.phase}
-            try:
-                sets = [tuple(ref.make_inputs(1000 + i, "cuda", **shape.params))
-                        for i in range(seeds)]
-                with torch.no_grad():
-                    expected = [_as_list(ref.reference(*s)) for s in sets]
-                for name, fn in fns.items():
-                    try:
-                        fn(*sets[0])  # compile, autotune
-                        torch.cuda.synchronize()
-                        outcomes = [compare(e, _as_list(fn(*s)), bundle.problem)
-                                    for e, s in zip(expected, sets, strict=True)]
-                        bad = [o.detail for o in outcomes if not o.ok]
-                        raw, _ = time_kernel(fn, sets, l2_flush_bytes=L2_FLUSH_BYTES,
-                                             budget_s=budget_s)
-                        row[name] = {"median_us": statistics.median(raw["device_us"]),
-                                     "samples": len(raw["device_us"]), "correct": not bad,
-                                     **({"detail": bad[0][:300]} if bad else {})}
-                    except Exception as exc:  # one entry failing must not stop the table
-                        row[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-            except Exception as exc:
-                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            row = _measure_shape(bundle, shape, ref, fns, seeds, budget_s)
             results["shapes"].append(row)
             out_path.write_text(json.dumps(results, indent=1))
             print(json.dumps(row), flush=True)
-            del row
             gc.collect()
             torch.cuda.empty_cache()
     return results
