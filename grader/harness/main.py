@@ -222,8 +222,7 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
     try:
         calls = [build(cid) for cid in ids]  # before the inputs exist (see run_entry)
         sets = [tuple(tensors.load(inputs / f"{cid}.in", device=job["device"])) for cid in ids]
-        kernel = calls[0] if "module" not in job else calls
-        raw, last = time_kernel(kernel, sets, l2_flush_bytes=job["l2_flush_bytes"],
+        raw, last = time_kernel(calls, sets, l2_flush_bytes=job["l2_flush_bytes"],
                                 rse_target=job["rse_target"], budget_s=job["budget_s"])
         for k, out in last.items() if save else ():
             tensors.save(OUT / f"{ids[k]}.out", _as_tuple(out))
