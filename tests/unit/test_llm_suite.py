@@ -55,9 +55,12 @@ PARTIAL_READS = {
 }
 
 
-@pytest.mark.parametrize("pid", sorted(load_suite(SUITE).problems))
+PROBLEMS = load_suite(SUITE).problems
+
+
+@pytest.mark.parametrize("pid", sorted(PROBLEMS))
 def test_expressions_agree_with_derive_on_smoke_shapes(pid: str) -> None:
-    bundle = load_suite(SUITE).problems[pid]
+    bundle = PROBLEMS[pid]
     smoke = [s.id for s in bundle.problem.shapes if s.smoke]
     rows = check(bundle.directory, shapes=smoke, device="cpu")
     assert len(rows) == len(smoke)
