@@ -214,10 +214,13 @@ def hidden_values(suite: Suite) -> tuple[set[str], set[float]]:
         strings |= {p.hidden.provenance, p.hidden.notes}
         # An expression that is a bare name (`flops = "n"`) is only a public param's name; one
         # that is a bare number (`flops = "0"`) is a number, checked as the others are.
-        exprs = [x for x in (p.flops, p.bytes) if x is not None and not x.isidentifier()]
-        numbers |= {float(x) for x in exprs if _NUMBER.fullmatch(x.strip())}
-        strings |= {e for x in exprs if not _NUMBER.fullmatch(x.strip())
-                    for e in (x, "".join(x.split()))}
+        for x in (p.flops, p.bytes):
+            if x is None or x.isidentifier():
+                continue
+            if _NUMBER.fullmatch(x.strip()):
+                numbers.add(float(x))
+            else:
+                strings |= {x, "".join(x.split())}
         public_strings |= set(p.dtypes)
         for s in p.shapes:
             values = {float(v) for v in s.params.values()
