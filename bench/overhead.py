@@ -9,6 +9,11 @@ estimate: samples x median device time). Then the overhead (total - timed work) 
 target of docs/benchmarks.md: 1.5 x (one cold `import torch` + the timed work), with the cold
 import taken from --import-s (default: the median entry import of the reports). Last, how the
 total grows: a least-squares fit of the problem's total against its number of shapes.
+A second table splits each container's time as its harness counted it (`phases_s`
+"reference.*" and "entry.*": import, making inputs, the reference's calls, the entry's job wait,
+warm-up (compilation), the device profiler's start and stop, traced calls, tensor loads and
+saves, timed loops); what is left of the container's wall time is the container's own start
+and stop and Python's start.
 """
 
 from __future__ import annotations
@@ -64,6 +69,27 @@ def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list
     return table, notes
 
 
+REF_SPLIT = ("import", "inputs", "reference", "timing")
+ENTRY_SPLIT = ("job_wait", "warm", "profile", "trace", "load", "save", "build", "timing")
+
+
+def split_rows(reports: list[Report]) -> list[str]:
+    """Per problem: each container's wall time, its harness's phases, and the rest."""
+    head = (["problem", "ref wall"] + [f"ref {k}" for k in REF_SPLIT] + ["ref rest", "entry wall",
+            "entry import"] + [f"entry {k}" for k in ENTRY_SPLIT] + ["entry rest"])
+    table = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for p in (p for r in reports for p in r.problems if p.wall_s is not None):
+        ph = p.phases_s
+        ref = [ph.get(f"reference.{k}", 0.0) for k in REF_SPLIT]
+        ent = [ph.get("entry_import", 0.0)] + [ph.get(f"entry.{k}", 0.0) for k in ENTRY_SPLIT]
+        ref_wall, ent_wall = ph.get("reference", 0.0), ph.get("entry", 0.0)
+        # A held reference (overlapped with the entry) waited for it: not its own time.
+        ref_rest = ref_wall - sum(ref) - ph.get("reference_held", 0.0)
+        cells = [ref_wall, *ref, ref_rest, ent_wall, *ent, ent_wall - sum(ent)]
+        table.append(f"| {p.id} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("reports", nargs="+", type=Path)
@@ -75,6 +101,8 @@ def main() -> None:
     print("\n".join(table))
     print()
     print("\n".join(notes))
+    print()
+    print("\n".join(split_rows(reports)))
 
 
 if __name__ == "__main__":

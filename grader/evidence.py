@@ -67,6 +67,9 @@ class ResultFile(_Model):
     cases: dict[str, CaseRecord] = Field(max_length=10000)
     timings: dict[str, TimingRecord] = Field(default_factory=dict, max_length=1000)
     device_name: str | None = Field(default=None, max_length=200)  # from the reference run
+    # Seconds per phase as the process itself counted them (harness.main.Phases): for the
+    # overhead benchmark only, never for a verdict.
+    phases_s: dict[str, float] = Field(default_factory=dict, max_length=32)
 
 
 @dataclass(kw_only=True)

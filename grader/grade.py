@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import queue
 import secrets
 import shutil
@@ -17,9 +18,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader import __version__
+from grader import __version__, batching
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.config import RunConfig
+from grader.detect.findings import Finding
 from grader.detection import Detector
 from grader.doctor import gpu_mode, gpu_nodes
 from grader.errors import InfraError, UsageError
@@ -27,11 +29,19 @@ from grader.formats.problem import Shape
 from grader.imaging import HOST_BINDS, ensure, ensure_runtime, problem_plan
 from grader.intake import Submission, open_bundle
 from grader.judge import judge_problem, tail, whole_problem
-from grader.problem_run import Case, Sandbox, TimingKnobs, run_entry, run_reference
+from grader.problem_run import (
+    Case,
+    ContainerRun,
+    Sandbox,
+    TimingKnobs,
+    run_entry,
+    run_reference,
+)
 from grader.report.model import (
     Environment,
     ProblemResult,
     Report,
+    ShapeResult,
     SubmissionSummary,
     SuiteSummary,
     Summary,
@@ -44,6 +54,23 @@ from grader.suite import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict, worst
 
 Progress = Callable[[str], None]
+# The phases each harness process counts (harness.main.Phases), kept in a problem's phases_s as
+# "<role>.<phase>" for bench/overhead.py. Only these names: the entry writes that file.
+HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing"),
+                  "entry": ("job_wait", "build", "load", "warm", "profile", "trace", "save",
+                            "timing")}
+
+
+def _add(phases: dict[str, float], more: dict[str, float]) -> None:
+    """Sum phase seconds over a problem's batches."""
+    for k, v in more.items():
+        phases[k] = phases.get(k, 0.0) + v
+
+
+def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:
+    got = run.out.result.phases_s if run.out.result is not None else {}
+    return {f"{role}.{k}": got[k] for k in HARNESS_PHASES[role]
+            if k in got and math.isfinite(got[k]) and got[k] >= 0}
 
 
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
@@ -147,40 +174,58 @@ class Grader:
         if bundle.problem.interface == "module":
             cases = [replace(c, module_seed=derive_module_seed(self.secret, c.seed))
                      for c in cases]
-        limits = self.cfg.entry_limits
-        self.progress(f"{bundle.id}: reference ({len(cases)} cases)")
-        with run_reference(sandbox, image.tag, cases, self.cfg.reference_limits,
-                           bundle.problem) as (ref, ref_dir):
+        per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
+        parts = batching.batches(bundle.problem, shapes, per_shape, self.cfg.batch_bytes)
+        results: list[ShapeResult] = []
+        logs = ""
+        for k, part in enumerate(parts):
+            ids = {s.id for s in part}
+            label = bundle.id if len(parts) == 1 else f"{bundle.id} [{k + 1}/{len(parts)}]"
+            got, logs = self.grade_batch(bundle, label, image.tag, kernel, part,
+                                         [c for c in cases if c.shape.id in ids], per_shape,
+                                         static, source, phases, sandbox)
+            results += got
+        verdict = worst([r.verdict for r in results])
+        self.progress(f"{bundle.id}: done ({verdict})")
+        return base.model_copy(update={
+            "verdict": verdict, "shapes": results, "findings": static, "kernel_file": rel,
+            "image": image.tag, "wall_s": time.monotonic() - t0, "detail": verdict.message,
+            "stderr_excerpt": tail(logs), "phases_s": phases})
+
+    def grade_batch(self, bundle: ProblemBundle, label: str, image: str, kernel: Path,
+                    shapes: list[Shape], cases: list[Case], per_shape: dict[str, int],
+                    static: list[Finding], source: str, phases: dict[str, float],
+                    sandbox: Sandbox) -> tuple[list[ShapeResult], str]:
+        """The reference, then the entry, on one batch of a problem's shapes (batching.py);
+        adds to `phases`. Returns the shapes' results and the logs to excerpt."""
+        problem = bundle.problem
+        ref_limits = batching.reference_limits(self.cfg.reference_limits, problem, shapes,
+                                               per_shape)
+        self.progress(f"{label}: reference ({len(cases)} cases)")
+        with run_reference(sandbox, image, cases, ref_limits, problem) as (ref, ref_dir):
             failed = [c.id for c in cases if not (ref.out.result and ref.out.result.cases.get(
                 c.id) and ref.out.result.cases[c.id].ok)]
             if ref.exit.timed_out or ref.out.result is None or failed:
                 errs = [r.error for r in (ref.out.result.cases.values() if ref.out.result else [])
                         if r.error]
                 detail = "the reference run failed" + (f" on {failed}" if failed else "")
-                rs = whole_problem(shapes, Verdict.INFRA_ERROR, detail,
-                                   tail(errs[0] if errs else ref.exit.logs))
-                return base.model_copy(update={
-                    "verdict": Verdict.INFRA_ERROR, "shapes": rs, "findings": static,
-                    "kernel_file": rel, "image": image.tag})
-            phases["reference"] = ref.exit.wall_s
+                return whole_problem(shapes, Verdict.INFRA_ERROR, detail,
+                                     tail(errs[0] if errs else ref.exit.logs)), ref.exit.logs
+            _add(phases, {"reference": ref.exit.wall_s, **harness_phases("reference", ref)})
             self.device_name = self.device_name or ref.out.result.device_name
-            self.progress(f"{bundle.id}: entry")
-            with run_entry(sandbox, image.tag, kernel, cases, ref_dir, limits,
-                           bundle.problem) as entry:
-                phases["entry"] = entry.exit.wall_s
-                if entry.out.ready and entry.out.ready.import_s is not None:
-                    phases["entry_import"] = entry.out.ready.import_s
-                results = judge_problem(problem=bundle.problem, shapes=shapes, cases=cases,
+            limits = batching.entry_limits(self.cfg.entry_limits, ref_dir, [c.id for c in cases])
+            self.progress(f"{label}: entry")
+            with run_entry(sandbox, image, kernel, cases, ref_dir, limits, problem) as entry:
+                ready = entry.out.ready
+                _add(phases, {"entry": entry.exit.wall_s, **harness_phases("entry", entry),
+                              **({"entry_import": ready.import_s}
+                                 if ready and ready.import_s is not None else {})})
+                results = judge_problem(problem=problem, shapes=shapes, cases=cases,
                                         reference=ref, entry=entry, static=static,
                                         own_kernels=self.detector.own_kernels(source),
                                         tracer=self.detector,
                                         max_output_bytes=limits.output_bytes)
-        verdict = worst([r.verdict for r in results])
-        self.progress(f"{bundle.id}: done ({verdict})")
-        return base.model_copy(update={
-            "verdict": verdict, "shapes": results, "findings": static, "kernel_file": rel,
-            "image": image.tag, "wall_s": time.monotonic() - t0, "detail": verdict.message,
-            "stderr_excerpt": tail(entry.exit.logs), "phases_s": phases})
+        return results, entry.exit.logs
 
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""

@@ -24,7 +24,8 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,22 @@ PROBLEM = Path("/grader/problem")
 ENTRY = Path("/grader/entry/kernel.py")
 EXCERPT = 4000
 JOB_WAIT_S = 600.0
+
+
+class Phases:
+    """Seconds spent per phase of this process (for the overhead benchmark: evidence of where
+    grading time goes, not of anything a verdict rests on)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
 
 def _excerpt(exc: BaseException) -> str:
@@ -70,6 +87,10 @@ def _wait_for_job() -> dict[str, Any]:
     return data
 
 
+def _shape_of(case_id: str) -> str:
+    return case_id.rsplit(".", 1)[0]
+
+
 def _as_tuple(out: Any) -> tuple[Any, ...]:
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
@@ -96,12 +117,14 @@ def _callables(job: dict[str, Any], entry: Any, classes: list[str] | None
 
 
 def run_reference() -> int:
-    import torch
+    phase = Phases()
+    with phase("import"):
+        import torch
 
-    from . import tensors
+        from . import tensors
 
-    job = json.loads((IN / "job.json").read_text())
-    ref = _load_module(PROBLEM / "reference.py", "problem_reference")
+        job = json.loads((IN / "job.json").read_text())
+        ref = _load_module(PROBLEM / "reference.py", "problem_reference")
     device = job["device"]
     results: dict[str, Any] = {}
     module_problem = "module" in job
@@ -110,20 +133,24 @@ def run_reference() -> int:
     for case in job["cases"]:
         cid = case["id"]
         try:
-            inputs = ref.make_inputs(case["seed"], device, **case["params"])
-            tensors.save(OUT / f"{cid}.in", _as_tuple(inputs))
-            call = build(cid)
-            with torch.no_grad():
-                expected = _as_tuple(call(*inputs))
-            _sync(device)
-            tensors.save(OUT / f"{cid}.ref", expected)
+            with phase("inputs"):
+                inputs = ref.make_inputs(case["seed"], device, **case["params"])
+                tensors.save(OUT / f"{cid}.in", _as_tuple(inputs))
+            with phase("reference"):
+                call = build(cid)
+                with torch.no_grad():
+                    expected = _as_tuple(call(*inputs))
+                _sync(device)
+                tensors.save(OUT / f"{cid}.ref", expected)
             results[cid] = {"ok": True}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
-    timings = {shape: _time_shape(build, ids, job, OUT)
-               for shape, ids in job.get("timing", {}).items()}
+    with phase("timing"):
+        timings = {shape: _time_shape(build, ids, job, OUT)
+                   for shape, ids in job.get("timing", {}).items()}
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
-    _write_json("result.json", {"cases": results, "timings": timings, "device_name": name})
+    _write_json("result.json", {"cases": results, "timings": timings, "device_name": name,
+                                "phases_s": phase.seconds})
     return 0
 
 
@@ -162,53 +189,82 @@ def run_entry(classes: list[str] | None = None) -> int:
     _write_json("ready.json", {"ok": True, "import_s": time.monotonic() - t0,
                                "jit_functions": _jit_names(module)})
 
+    phase = Phases()
     import torch
 
     from . import tensors
-    from .trace import Tracer
+    from .trace import DeviceProfile, Tracer
 
-    job = _wait_for_job()
+    with phase("job_wait"):
+        job = _wait_for_job()
     device = job["device"]
-    results: dict[str, Any] = {}
-    warmed: set[str] = set()  # shapes whose first (untraced) call has been made
     build = _callables(job, kernel, classes or None)
-    for case in job["cases"]:
-        cid = case["id"]
-        try:
-            # A module problem's class is built here: outside the trace, and before this
-            # case's inputs are loaded, so its constructor cannot find them (through gc, say)
-            # and compute there, untraced.
-            call = build(cid)
-            inputs = tensors.load(IN / f"{cid}.in", device=device)
-            shape = cid.rsplit(".", 1)[0]
-            warm_ids = job.get("timing", {}).get(shape, [])
-            if shape not in warmed and warm_ids:
-                # One untraced call per shape first: autotuning and compilation on a shape's
-                # first call would otherwise drown the kernel's own device time (seen on the
-                # H200, 2026-11-29). On a timing set, never on this case's inputs: an untraced
-                # call on them would let a fallback compute there and replay it when traced.
-                warmed.add(shape)
-                call(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
+    case_ids = [case["id"] for case in job["cases"]]
+    # One untraced call per shape first: autotuning and compilation on a shape's first call
+    # would otherwise drown the kernel's own device time (seen on the H200, 2026-11-29). On a
+    # timing set, never on a traced case's inputs: an untraced call on them would let a
+    # fallback compute there and replay it when traced. All of them before the device profile
+    # starts, so that autotuning's hundreds of launches are not profiled.
+    warm_errors: dict[str, str] = {}
+    with phase("warm"):
+        for shape, warm_ids in job.get("timing", {}).items():
+            if not warm_ids or not any(_shape_of(cid) == shape for cid in case_ids):
+                continue
+            try:
+                build(warm_ids[0])(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
                 _sync(device)
-            tracer = Tracer(device=device, profile_device=device.startswith("cuda"))
-            start = time.perf_counter()
-            with tracer:
-                out = _as_tuple(call(*inputs))
-                _sync(device)
-            wall = time.perf_counter() - start
-            # Exactly torch.Tensor: a subclass could compute lazily when the harness saves it,
-            # after the trace ended (tests/cases/hostile/evasive_lazy_tensor_subclass).
-            bad = [type(o).__name__ for o in out if type(o) is not torch.Tensor]
-            if bad:
-                raise TypeError(f"kernel() returned {', '.join(bad)} where plain torch.Tensor "
-                                "outputs were expected")
-            tensors.save(OUT / f"{cid}.out", out)
-            results[cid] = {"ok": True, "wall_s": wall, "trace": tracer.result()}
-        except Exception as exc:
-            results[cid] = {"ok": False, "error": _excerpt(exc)}
-    timings = {shape: _time_shape(build, ids, job, IN, save=True)
-               for shape, ids in job.get("timing", {}).items()}
-    _write_json("result.json", {"cases": results, "timings": timings})
+            except Exception as exc:
+                warm_errors[shape] = _excerpt(exc)
+    results: dict[str, Any] = {}
+    tracers: dict[str, Tracer] = {}
+    profile = DeviceProfile() if device.startswith("cuda") else None
+    with phase("profile"):
+        if profile is not None:
+            profile.start()
+    try:
+        for cid in case_ids:
+            if _shape_of(cid) in warm_errors:
+                results[cid] = {"ok": False, "error": warm_errors[_shape_of(cid)]}
+                continue
+            try:
+                # A module problem's class is built here: outside the trace, and before this
+                # case's inputs are loaded, so its constructor cannot find them (through gc,
+                # say) and compute there, untraced.
+                with phase("build"):
+                    call = build(cid)
+                with phase("load"):
+                    inputs = tensors.load(IN / f"{cid}.in", device=device)
+                with phase("trace"):
+                    tracer = Tracer(device=device, profile=profile, label=cid)
+                    start = time.perf_counter()
+                    with tracer:
+                        out = _as_tuple(call(*inputs))
+                        _sync(device)
+                    wall = time.perf_counter() - start
+                # Exactly torch.Tensor: a subclass could compute lazily when the harness saves
+                # it, after the trace ended (tests/cases/hostile/evasive_lazy_tensor_subclass).
+                bad = [type(o).__name__ for o in out if type(o) is not torch.Tensor]
+                if bad:
+                    raise TypeError(f"kernel() returned {', '.join(bad)} where plain "
+                                    "torch.Tensor outputs were expected")
+                with phase("save"):
+                    tensors.save(OUT / f"{cid}.out", out)
+                results[cid] = {"ok": True, "wall_s": wall}
+                tracers[cid] = tracer
+            except Exception as exc:
+                results[cid] = {"ok": False, "error": _excerpt(exc)}
+    finally:
+        with phase("profile"):  # stopped, and its events read
+            if profile is not None:
+                profile.stop()
+    with phase("trace"):
+        for cid, tracer in tracers.items():
+            results[cid]["trace"] = tracer.result()
+    with phase("timing"):
+        timings = {shape: _time_shape(build, ids, job, IN, save=True)
+                   for shape, ids in job.get("timing", {}).items()}
+    _write_json("result.json", {"cases": results, "timings": timings,
+                                "phases_s": phase.seconds})
     return 0
 
 
