@@ -7,16 +7,25 @@
 #   hostile          grader selftest --group hostile_gpu --device cuda
 #   examples         examples/triton graded three times (stability) + fidelity vs do_bench
 #   fallback         examples/torch-fallback graded once
+#   triton           examples/triton graded once
+#   fidelity:NAME:DIR  bench/fidelity.py over $OUT/report-NAME.json of entry DIR (shapes of
+#                    20 µs and more; all of them when NAME is a demo grading)
 #   tests            pytest --run-docker --run-gpu tests/gpu
 #   suite:DIR[:P,..] the submission folder DIR graded (optionally only problems P,..)
 #   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
 #                    reference in one bare process) -> $OUT/bare.json and the table
 #   overhead         bench/overhead.py over every report graded so far in this call
 # With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
+# GRADE_OPTS: more `grader run` options for every grading (e.g. "--shapes scored").
 set -uo pipefail
 bash .device/start-dockerd.sh
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
+# Everything is written to a work folder and packed into $OUT/session.tgz at the end: the
+# device tool brings back at most eight files.
+FINAL=${OUT:-/tmp/out}
+OUT=/tmp/session-out
+mkdir -p "$OUT"
+trap 'tar -czf "$FINAL/session.tgz" -C "$OUT" .' EXIT
 PY=$(python3 -c 'import sys; print(sys.executable)')
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c 'import sys, torch, triton; print(sys.executable, torch.__version__, triton.__version__)'
@@ -26,7 +35,8 @@ grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
   local dir=$1 name=$2; shift 2
   python3 -m grader bundle create "$dir" -o "/tmp/$name.tar" >/dev/null
   /usr/bin/time -f "$name wall %e s" python3 -m grader run "/tmp/$name.tar" --device cuda \
-    --runtime host --python "$PY" -o "/tmp/rep-$name" --format json,md -q "$@" 2>&1 | tail -n 3
+    --runtime host --python "$PY" -o "/tmp/rep-$name" --format json,md -q ${GRADE_OPTS:-} "$@" \
+    2>&1 | tail -n 3
   cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json"
   cp "/tmp/rep-$name/report.md" "$OUT/report-$name.md" 2>/dev/null
 }
@@ -40,9 +50,15 @@ for step in "${steps[@]}"; do
     hostile) python3 -m grader selftest --group hostile_gpu --device cuda 2>&1 \
                | tee "$OUT/selftest-hostile_gpu.txt" ;;
     examples) grade examples/triton triton-1
-              python3 bench/fidelity.py "$OUT/report-triton-1.json" 2>&1 | tee "$OUT/fidelity.txt"
+              python3 bench/fidelity.py "$OUT/report-triton-1.json" --json "$OUT/fidelity.json" \
+                2>&1 | tee "$OUT/fidelity.md"
               grade examples/triton triton-2; grade examples/triton triton-3 ;;
     fallback) grade examples/torch-fallback fallback ;;
+    triton) grade examples/triton triton-1 ;;
+    fidelity:*) IFS=: read -r _ name dir <<<"$step"
+                min=20; [ "$dir" = examples/triton ] && min=0
+                python3 bench/fidelity.py "$OUT/report-$name.json" "$dir" --min-us $min \
+                  --json "$OUT/fidelity-$name.json" 2>&1 | tee "$OUT/fidelity-$name.md" ;;
     tests) python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu 2>&1 \
              | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;
     suite:*) IFS=: read -r _ dir only <<<"$step"

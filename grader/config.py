@@ -33,6 +33,9 @@ class RunConfig:
     seed_secret: bytes | None = None  # None: a fresh secret for this run (or the checkpoint's)
     resume: bool = False  # finish the run checkpointed in out_dir (see grader/checkpoint.py)
     seeds_per_shape: int | None = None  # None: the suite's setting
+    # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
+    # (batching.py): the inputs cross between containers as files.
+    batch_bytes: int = 8 << 30
     entry_limits: Limits = field(default_factory=Limits)
     reference_limits: Limits = field(default_factory=lambda: Limits(
         memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))

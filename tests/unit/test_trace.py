@@ -261,3 +261,35 @@ def test_tracer_is_single_use_and_checks_device() -> None:
         pass
     with pytest.raises(RuntimeError), tracer:
         pass
+
+
+def test_device_kernels_go_to_every_range_that_holds_their_start() -> None:
+    """DeviceProfile's split of one profiler session into calls, on hand-made events (a fake:
+    the real profile runs on a GPU, tests/gpu/test_gpu_grading.py)."""
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from grader.harness.trace import DeviceProfile, _kernels_by_range
+
+    def ev(name: str, device: DeviceType, start: float, end: float, us: float = 0.0) -> Any:
+        return SimpleNamespace(name=name, device_type=device, device_time_total=us,
+                               time_range=SimpleNamespace(start=start, end=end))
+
+    p = DeviceProfile.PREFIX
+    events = [
+        ev(f"{p}a.0", DeviceType.CPU, 0, 100),
+        ev("own_kernel", DeviceType.CUDA, 10, 20, 5.0),
+        ev("own_kernel", DeviceType.CUDA, 30, 40, 7.0),
+        ev("Memcpy HtoD", DeviceType.CUDA, 150, 160, 1.0),  # a load between calls: no call's
+        ev(f"{p}a.1", DeviceType.CPU, 200, 300),
+        # The entry opens a range named after the earlier call: it adds, never removes.
+        ev(f"{p}a.0", DeviceType.CPU, 240, 260),
+        ev("nvjet_sm90_gemm", DeviceType.CUDA, 250, 255, 3.0),
+        ev("aten::mm", DeviceType.CPU, 249, 251),
+    ]
+    got = _kernels_by_range(SimpleNamespace(events=lambda: events), p)  # type: ignore[arg-type]
+    assert got["a.0"] == [{"name": "own_kernel", "device_us": 12.0, "calls": 2},
+                          {"name": "nvjet_sm90_gemm", "device_us": 3.0, "calls": 1}]
+    assert got["a.1"] == [{"name": "nvjet_sm90_gemm", "device_us": 3.0, "calls": 1}]
+    assert set(got) == {"a.0", "a.1"}

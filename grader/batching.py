@@ -1,0 +1,79 @@
+"""How one problem's cases are split into container runs, and the limits each run gets.
+
+Inputs cross between the containers as files (problem_run): the reference writes every case's
+inputs and outputs into a capped host tmpfs, the host copies the inputs into the entry's input
+folder, and the entry writes its outputs into a capped tmpfs of its own. At production shapes a
+problem's inputs reach tens of GiB (llm-inference's fused_moe: about 55 GiB over its cases,
+DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference filled its fixed
+4 GiB cap and attention_prefill's honest outputs filled the entry's fixed 256 MiB one). So:
+- a problem is graded in batches of shapes whose inputs fit a budget (a shape larger than the
+  budget is a batch of its own), each batch a reference run and an entry run;
+- the reference's output cap is sized from the problem's own byte count (its `bytes`
+  expression: what one call reads and writes), with room to spare: the reference is trusted;
+- the entry's output cap is what the reference actually wrote as outputs for the same cases,
+  plus a little for its JSON: an honest entry fits, a flood still stops at the cap;
+- the memory limits grow by what the caps can hold (tmpfs pages are charged to the writer's
+  memory cgroup) and, for the entry, by twice its largest input (a file is read, then copied to
+  the device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from grader.errors import ProblemError
+from grader.formats.problem import Problem, Shape
+from grader.sandbox.spec import Limits
+from grader.scoring.roofline import work
+
+MIB = 1 << 20
+REFERENCE_SLACK = 64 * MIB  # JSON, headers, module problems' state
+ENTRY_SLACK = 16 * MIB  # ready.json and result.json (capped at 4 MiB each by evidence.py)
+PER_CASE_SLACK = 64 << 10  # a tensor file's header and alignment
+
+
+def shape_bytes(problem: Problem, shape: Shape) -> int:
+    """Bytes one call of `shape` reads and writes, by the problem's own count (0 when it has
+    none: imported problems may lack expressions, and then only the fixed caps apply)."""
+    try:
+        return max(int(work(problem, shape)[1]), 0)
+    except (ProblemError, ValueError, OverflowError):
+        return 0
+
+
+def batches(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int],
+            budget_bytes: int) -> list[list[Shape]]:
+    """Consecutive shapes, packed in order while their cases' bytes fit `budget_bytes`."""
+    out: list[list[Shape]] = []
+    used = 0
+    for shape in shapes:
+        size = shape_bytes(problem, shape) * cases_per_shape.get(shape.id, 0)
+        if out and used + size <= budget_bytes:
+            out[-1].append(shape)
+            used += size
+        else:
+            out.append([shape])
+            used = size
+    return out
+
+
+def reference_limits(base: Limits, problem: Problem, shapes: list[Shape],
+                     cases_per_shape: dict[str, int]) -> Limits:
+    """The reference's limits for a batch: twice the counted bytes (inputs a call reads only in
+    part, like a paged cache's unused slots, still fit), never below the configured cap."""
+    counted = sum(shape_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
+    output = max(base.output_bytes, 2 * counted + REFERENCE_SLACK)
+    return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output)
+
+
+def entry_limits(base: Limits, ref_dir: Path, case_ids: list[str]) -> Limits:
+    """The entry's limits for a batch, from the files the reference wrote for its cases."""
+    outputs, largest_input = 0, 0
+    for cid in case_ids:
+        ref, inputs = ref_dir / f"{cid}.ref", ref_dir / f"{cid}.in"
+        outputs += ref.stat().st_size if ref.is_file() else 0
+        largest_input = max(largest_input, inputs.stat().st_size if inputs.is_file() else 0)
+    output = max(base.output_bytes, outputs + ENTRY_SLACK + PER_CASE_SLACK * len(case_ids))
+    return replace(base, output_bytes=output,
+                   memory_bytes=base.memory_bytes + output + 2 * largest_input)

@@ -1,0 +1,77 @@
+"""batching.py: shapes packed into container runs by their inputs' size, and the caps and
+memory each run gets, against the real llm-inference suite and files of known sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader import batching
+from grader.paths import PROBLEM_BUNDLES
+from grader.sandbox.spec import Limits
+from grader.suite import load_suite
+
+LLM = load_suite(PROBLEM_BUNDLES / "llm-inference")
+GIB = 1 << 30
+
+
+def _problem(pid: str):  # type: ignore[no-untyped-def]
+    return LLM.problems[pid].problem
+
+
+def test_shape_bytes_is_the_problems_own_count() -> None:
+    p = _problem("rms_norm")
+    shape = next(s for s in p.shapes if s.id == "llama3_1_8b_prefill")
+    # bytes = "2*(2*tokens*hidden + hidden)" at tokens = hidden = 4096
+    assert batching.shape_bytes(p, shape) == 2 * (2 * 4096 * 4096 + 4096)
+
+
+def test_every_shape_in_order_exactly_once_within_budget() -> None:
+    p = _problem("fused_moe")
+    per_shape = {s.id: 5 for s in p.shapes}
+    parts = batching.batches(p, list(p.shapes), per_shape, 8 * GIB)
+    assert [s.id for part in parts for s in part] == [s.id for s in p.shapes]
+    assert len(parts) > 1  # DeepSeek-V3's experts do not fit one run
+    for part in parts:
+        total = sum(batching.shape_bytes(p, s) * 5 for s in part)
+        assert len(part) == 1 or total <= 8 * GIB
+
+
+def test_small_problems_stay_one_run() -> None:
+    p = _problem("rms_norm")
+    per_shape = {s.id: 5 for s in p.shapes}
+    assert len(batching.batches(p, list(p.shapes), per_shape, 8 * GIB)) == 1
+
+
+def test_a_shape_over_the_budget_is_a_batch_of_its_own() -> None:
+    p = _problem("gemm_bf16")
+    per_shape = {s.id: 5 for s in p.shapes}
+    parts = batching.batches(p, list(p.shapes), per_shape, 1)
+    assert [len(part) for part in parts] == [1] * len(p.shapes)
+
+
+def test_reference_cap_doubles_the_count_and_never_shrinks() -> None:
+    p = _problem("gemm_bf16")
+    base = Limits(output_bytes=4 * GIB, memory_bytes=64 * GIB)
+    big = [s for s in p.shapes if batching.shape_bytes(p, s) > 400 << 20]
+    assert big
+    lim = batching.reference_limits(base, p, big[:1], {big[0].id: 5})
+    counted = batching.shape_bytes(p, big[0]) * 5
+    assert lim.output_bytes == 2 * counted + batching.REFERENCE_SLACK
+    assert lim.memory_bytes == 64 * GIB + lim.output_bytes  # tmpfs pages are charged
+    smoke = [s for s in p.shapes if s.smoke]
+    small = batching.reference_limits(base, p, smoke, {s.id: 5 for s in smoke})
+    assert (small.output_bytes, small.memory_bytes) == (4 * GIB, 68 * GIB)
+
+
+def test_entry_cap_is_what_the_reference_wrote(tmp_path: Path) -> None:
+    (tmp_path / "a.0.ref").write_bytes(b"x" * (300 << 20))
+    (tmp_path / "a.0.in").write_bytes(b"x" * (10 << 20))
+    (tmp_path / "a.t0.ref").write_bytes(b"x" * (300 << 20))
+    (tmp_path / "a.t0.in").write_bytes(b"x" * (50 << 20))
+    (tmp_path / "other.0.ref").write_bytes(b"x" * (1 << 20))  # not this batch's
+    base = Limits(output_bytes=256 << 20, memory_bytes=4 * GIB)
+    lim = batching.entry_limits(base, tmp_path, ["a.0", "a.t0", "missing.0"])
+    assert lim.output_bytes == (600 << 20) + batching.ENTRY_SLACK + 3 * batching.PER_CASE_SLACK
+    assert lim.memory_bytes == 4 * GIB + lim.output_bytes + 2 * (50 << 20)
+    # Small outputs keep the configured cap: a flood still stops there.
+    assert batching.entry_limits(base, tmp_path, ["missing.0"]).output_bytes == 256 << 20
