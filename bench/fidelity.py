@@ -1,7 +1,7 @@
 """Timing fidelity on a GPU: the grader's reported median against other clocks, in a bare
 process, for the same kernel, shape and kind of inputs.
 
-    python3 bench/fidelity.py REPORT.json [ENTRY_DIR] [--min-us 0] [--json OUT.json]
+    python3 bench/fidelity.py REPORT.json [ENTRY_DIR] [--min-us 0] [--problem P] [--json F]
 
 REPORT.json comes from `grader run --device cuda` of ENTRY_DIR (default examples/triton). One
 row per timed shape:
@@ -94,10 +94,13 @@ def _median(xs: list[float]) -> float:
     return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
 
 
-def measure(report: dict[str, Any], entry: Path, min_us: float) -> list[dict[str, Any]]:
+def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
+            ) -> list[dict[str, Any]]:
     suite = REPO / "problem_bundles" / report["suite"]["id"]
     rows = []
     for p in report["problems"]:
+        if only and p["id"] not in only:
+            continue
         problem = tomllib.loads((suite / p["id"] / "problem.toml").read_text())
         params = {s["id"]: s["params"] for s in problem["shapes"]}
         ref = _load(suite / p["id"] / "reference.py", f"ref_{p['id']}")
@@ -129,11 +132,12 @@ def main() -> None:
     ap.add_argument("entry", type=Path, nargs="?", default=REPO / "examples" / "triton")
     ap.add_argument("--min-us", type=float, default=0.0,
                     help="only shapes whose graded median is at least this")
+    ap.add_argument("--problem", action="append", default=[], help="only these problems")
     ap.add_argument("--json", type=Path, default=None, help="write the rows here too")
     args = ap.parse_args()
     report = json.loads(args.report.read_text())
     flush = _flush_us()
-    rows = measure(report, args.entry, args.min_us)
+    rows = measure(report, args.entry, args.min_us, args.problem)
     print(f"{torch.cuda.get_device_name()}; do_bench's L2 flush (zero 256 MiB): {flush:.1f} us")
     print("| problem | shape | grader µs | bare µs | do_bench µs | launch µs | profiler µs | "
           "grader/do_bench | grader/bare | do_bench launch-bound |")

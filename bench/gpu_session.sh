@@ -8,15 +8,20 @@
 #   examples         examples/triton graded three times (stability) + fidelity vs do_bench
 #   fallback         examples/torch-fallback graded once
 #   triton           examples/triton graded once
-#   fidelity:NAME:DIR  bench/fidelity.py over $OUT/report-NAME.json of entry DIR (shapes of
-#                    20 µs and more; all of them when NAME is a demo grading)
+#   fidelity:NAME:DIR[:P,..]  bench/fidelity.py over $OUT/report-NAME.json of entry DIR
+#                    (optionally only problems P,..; shapes of 20 µs and more, all of them for
+#                    examples/triton)
 #   tests            pytest --run-docker --run-gpu tests/gpu
-#   suite:DIR[:P,..] the submission folder DIR graded (optionally only problems P,..)
+#   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
+#                    its report named NAME (default: DIR's name and the problems)
 #   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
 #                    reference in one bare process) -> $OUT/bare.json and the table
 #   overhead         bench/overhead.py over every report graded so far in this call
+#   expect:NAME:V    stop here unless every shape of $OUT/report-NAME.json got verdict V (a
+#                    cheap grading first proves the rest of the call worth its device time)
 # With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
-# GRADE_OPTS: more `grader run` options for every grading (e.g. "--shapes scored").
+# GRADE_OPTS: more `grader run` options for every grading (e.g. "--shapes scored");
+# GRADE_LIMIT_S: seconds one grading may take (default 3000).
 set -uo pipefail
 bash .device/start-dockerd.sh
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -34,10 +39,13 @@ python3 -m grader doctor 2>&1 | tee "$OUT/doctor.txt"
 grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
   local dir=$1 name=$2; shift 2
   python3 -m grader bundle create "$dir" -o "/tmp/$name.tar" >/dev/null
-  /usr/bin/time -f "$name wall %e s" python3 -m grader run "/tmp/$name.tar" --device cuda \
-    --runtime host --python "$PY" -o "/tmp/rep-$name" --format json,md -q ${GRADE_OPTS:-} "$@" \
-    2>&1 | tail -n 3
-  cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json"
+  # GRADE_LIMIT_S bounds one grading, so that the call ends (and packs $OUT) inside the device
+  # tool's limit; a grading cut short leaves its checkpoint (the problems it finished).
+  /usr/bin/time -f "$name wall %e s" timeout "${GRADE_LIMIT_S:-3000}" python3 -m grader run \
+    "/tmp/$name.tar" --device cuda --runtime host --python "$PY" -o "/tmp/rep-$name" \
+    --format json,md -q ${GRADE_OPTS:-} "$@" 2>&1 | tail -n 3
+  cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json" 2>/dev/null \
+    || cp -r "/tmp/rep-$name/.checkpoint/problems" "$OUT/checkpoint-$name"
   cp "/tmp/rep-$name/report.md" "$OUT/report-$name.md" 2>/dev/null
 }
 steps=("$@")
@@ -55,14 +63,16 @@ for step in "${steps[@]}"; do
               grade examples/triton triton-2; grade examples/triton triton-3 ;;
     fallback) grade examples/torch-fallback fallback ;;
     triton) grade examples/triton triton-1 ;;
-    fidelity:*) IFS=: read -r _ name dir <<<"$step"
+    fidelity:*) IFS=: read -r _ name dir only <<<"$step"
                 min=20; [ "$dir" = examples/triton ] && min=0
-                python3 bench/fidelity.py "$OUT/report-$name.json" "$dir" --min-us $min \
+                fopts=(); IFS=, read -ra ps <<<"$only"
+                for p in "${ps[@]}"; do fopts+=(--problem "$p"); done
+                python3 bench/fidelity.py "$OUT/report-$name.json" "$dir" --min-us $min "${fopts[@]}" \
                   --json "$OUT/fidelity-$name.json" 2>&1 | tee "$OUT/fidelity-$name.md" ;;
     tests) python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu 2>&1 \
              | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;
-    suite:*) IFS=: read -r _ dir only <<<"$step"
-             name=$(basename "$dir")${only:+-${only//,/-}}
+    suite:*) IFS=: read -r _ dir only name <<<"$step"
+             name=${name:-$(basename "$dir")${only:+-${only//,/-}}}
              opts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do opts+=(--problem "$p"); done
              grade "$dir" "$name" "${opts[@]}" ;;
@@ -70,6 +80,17 @@ for step in "${steps[@]}"; do
             2>&1 | tail -n 3
           python3 bench/baseline.py --bare "$OUT/bare.json" 2>&1 | tee "$OUT/baseline.md" ;;
     overhead) python3 bench/overhead.py "$OUT"/report-*.json 2>&1 | tee "$OUT/overhead.md" ;;
+    expect:*) IFS=: read -r _ name verdict <<<"$step"
+              python3 - "$OUT/report-$name.json" "$verdict" <<'PY' || exit 1
+import json, sys
+report = json.load(open(sys.argv[1]))
+wrong = [(p["id"], s["id"], s["verdict"], s["detail"][:200]) for p in report["problems"]
+         for s in p["shapes"] if s["verdict"] != sys.argv[2]]
+for w in wrong:
+    print("unexpected:", *w)
+sys.exit(1 if wrong else 0)
+PY
+              ;;
     *) echo "unknown step: $step" ;;
   esac
 done

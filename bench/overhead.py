@@ -13,7 +13,9 @@ A second table splits each container's time as its harness counted it (`phases_s
 "reference.*" and "entry.*": import, making inputs, the reference's calls, the entry's job wait,
 warm-up (compilation), the device profiler's start and stop, traced calls, tensor loads and
 saves, timed loops); what is left of the container's wall time is the container's own start
-and stop and Python's start.
+and stop and Python's start. The walls leave out the time a container was held by the other
+(reference and entry side by side): the last column, with the part of the entry's prepare and
+job wait that fell in it left out too.
 """
 
 from __future__ import annotations
@@ -70,22 +72,29 @@ def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list
 
 
 REF_SPLIT = ("import", "inputs", "reference", "timing")
-ENTRY_SPLIT = ("job_wait", "warm", "profile", "trace", "load", "save", "build", "timing")
+ENTRY_SPLIT = ("prepare", "job_wait", "warm", "profile", "trace", "load", "save", "build",
+               "timing")
 
 
 def split_rows(reports: list[Report]) -> list[str]:
     """Per problem: each container's wall time, its harness's phases, and the rest."""
     head = (["problem", "ref wall"] + [f"ref {k}" for k in REF_SPLIT] + ["ref rest", "entry wall",
-            "entry import"] + [f"entry {k}" for k in ENTRY_SPLIT] + ["entry rest"])
+            "entry import"] + [f"entry {k}" for k in ENTRY_SPLIT] + ["entry rest", "held"])
     table = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for p in (p for r in reports for p in r.problems if p.wall_s is not None):
         ph = p.phases_s
         ref = [ph.get(f"reference.{k}", 0.0) for k in REF_SPLIT]
-        ent = [ph.get("entry_import", 0.0)] + [ph.get(f"entry.{k}", 0.0) for k in ENTRY_SPLIT]
+        # The walls leave out the time each container was held by the other (held_s); so do
+        # the entry's prepare and job wait, which run while it is held.
+        held = ph.get("entry_held", 0.0)
+        early = ph.get("entry.prepare", 0.0) + ph.get("entry.job_wait", 0.0)
+        own_early = max(early - held, 0.0)
+        prepare = min(ph.get("entry.prepare", 0.0), own_early)
+        ent = ([ph.get("entry_import", 0.0), prepare, own_early - prepare]
+               + [ph.get(f"entry.{k}", 0.0) for k in ENTRY_SPLIT[2:]])
         ref_wall, ent_wall = ph.get("reference", 0.0), ph.get("entry", 0.0)
-        # A held reference (overlapped with the entry) waited for it: not its own time.
-        ref_rest = ref_wall - sum(ref) - ph.get("reference_held", 0.0)
-        cells = [ref_wall, *ref, ref_rest, ent_wall, *ent, ent_wall - sum(ent)]
+        cells = [ref_wall, *ref, ref_wall - sum(ref), ent_wall, *ent, ent_wall - sum(ent)]
+        cells.append(held + ph.get("reference_held", 0.0))
         table.append(f"| {p.id} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return table
 

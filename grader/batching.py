@@ -9,7 +9,8 @@ DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference fil
 - a problem is graded in batches of shapes whose inputs fit a budget (a shape larger than the
   budget is a batch of its own), each batch a reference run and an entry run;
 - the reference's output cap is sized from the problem's own byte count (its `bytes`
-  expression: what one call reads and writes), with room to spare: the reference is trusted;
+  expression: what one call reads and writes) and from the host's free memory, with room to
+  spare: the reference is trusted;
 - the entry's output cap is what the reference actually wrote as outputs for the same cases,
   plus a little for its JSON: an honest entry fits, a flood still stops at the cap;
 - the memory limits grow by what the caps can hold (tmpfs pages are charged to the writer's
@@ -59,12 +60,36 @@ def batches(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, in
 
 
 def reference_limits(base: Limits, problem: Problem, shapes: list[Shape],
-                     cases_per_shape: dict[str, int]) -> Limits:
-    """The reference's limits for a batch: twice the counted bytes (inputs a call reads only in
-    part, like a paged cache's unused slots, still fit), never below the configured cap."""
+                     cases_per_shape: dict[str, int], host_available: int = 0) -> Limits:
+    """The reference's limits for a batch: twice the counted bytes, the configured cap, or
+    half the host memory available now (`host_available`), whichever is largest. The count
+    undercounts inputs a call reads only in part: embedding's table, of which a call reads a
+    few rows (1-2 GB a case; on the H200, 2026-12-01, a count-sized cap failed every case), or
+    a paged cache's unused slots. The reference is trusted: the cap only guards the host."""
     counted = sum(shape_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
-    output = max(base.output_bytes, 2 * counted + REFERENCE_SLACK)
+    output = max(base.output_bytes, 2 * counted + REFERENCE_SLACK, host_available // 2)
     return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output)
+
+
+def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
+    """What a batch's cases read and write, by the problem's count (0: it has no count)."""
+    sizes = [shape_bytes(problem, s) for s in shapes]
+    if not all(sizes):
+        return 0
+    return sum(n * cases_per_shape.get(s.id, 0) for n, s in zip(sizes, shapes, strict=True))
+
+
+def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
+                            cases_per_shape: dict[str, int]) -> Limits:
+    """The entry's limits for a batch before the reference has run (problem_run.run_pair):
+    from the problem's count of bytes, inputs and outputs together, so that an honest entry
+    fits; a little looser than entry_limits, still bounded by the problem's own size."""
+    counted = counted_bytes(problem, shapes, cases_per_shape)
+    largest = max((shape_bytes(problem, s) for s in shapes), default=0)
+    output = max(base.output_bytes,
+                 counted + ENTRY_SLACK + PER_CASE_SLACK * sum(cases_per_shape.get(s.id, 0)
+                                                             for s in shapes))
+    return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output + 2 * largest)
 
 
 def entry_limits(base: Limits, ref_dir: Path, case_ids: list[str]) -> Limits:

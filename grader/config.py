@@ -36,6 +36,9 @@ class RunConfig:
     # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
     # (batching.py): the inputs cross between containers as files.
     batch_bytes: int = 8 << 30
+    # The reference's container and the entry's side by side (problem_run.run_pair): the
+    # entry imports while the reference computes. False: one after the other.
+    overlap: bool = True
     entry_limits: Limits = field(default_factory=Limits)
     reference_limits: Limits = field(default_factory=lambda: Limits(
         memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))

@@ -108,6 +108,12 @@ def _read_json(path: Path, model: type[_Model], out: OutDir) -> Any:
         return None
 
 
+def read_result(path: Path) -> ResultFile | None:
+    """One result file on its own (a held reference's case results), validated."""
+    result: ResultFile | None = _read_json(path, ResultFile, OutDir())
+    return result
+
+
 def read_out_dir(path: Path) -> OutDir:
     out = OutDir()
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import math
 import queue
 import secrets
 import shutil
@@ -18,6 +17,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
+
 from grader import __version__, batching
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.config import RunConfig
@@ -28,13 +29,15 @@ from grader.errors import InfraError, UsageError
 from grader.formats.problem import Shape
 from grader.imaging import HOST_BINDS, ensure, ensure_runtime, problem_plan
 from grader.intake import Submission, open_bundle
-from grader.judge import judge_problem, tail, whole_problem
+from grader.judge import judge_problem, reference_failure, tail, whole_problem
+from grader.phases import add, harness_phases
 from grader.problem_run import (
     Case,
     ContainerRun,
     Sandbox,
     TimingKnobs,
     run_entry,
+    run_pair,
     run_reference,
 )
 from grader.report.model import (
@@ -47,32 +50,13 @@ from grader.report.model import (
     Summary,
 )
 from grader.sandbox.docker_engine import DockerEngine
-from grader.sandbox.spec import Bind, GpuAccess
+from grader.sandbox.spec import Bind, GpuAccess, Limits
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
 from grader.suite import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict, worst
 
 Progress = Callable[[str], None]
-# The phases each harness process counts (harness.main.Phases), kept in a problem's phases_s as
-# "<role>.<phase>" for bench/overhead.py. Only these names: the entry writes that file.
-HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing"),
-                  "entry": ("job_wait", "build", "load", "warm", "profile", "trace", "save",
-                            "timing")}
-
-
-def _add(phases: dict[str, float], more: dict[str, float]) -> None:
-    """Sum phase seconds over a problem's batches."""
-    for k, v in more.items():
-        phases[k] = phases.get(k, 0.0) + v
-
-
-def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:
-    got = run.out.result.phases_s if run.out.result is not None else {}
-    return {f"{role}.{k}": got[k] for k in HARNESS_PHASES[role]
-            if k in got and math.isfinite(got[k]) and got[k] >= 0}
-
-
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
     """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
     digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
@@ -196,36 +180,56 @@ class Grader:
                     shapes: list[Shape], cases: list[Case], per_shape: dict[str, int],
                     static: list[Finding], source: str, phases: dict[str, float],
                     sandbox: Sandbox) -> tuple[list[ShapeResult], str]:
-        """The reference, then the entry, on one batch of a problem's shapes (batching.py);
-        adds to `phases`. Returns the shapes' results and the logs to excerpt."""
+        """The reference and the entry on one batch of a problem's shapes (batching.py): side
+        by side (problem_run.run_pair) when the problem counts its bytes, so that the entry's
+        caps are known before the reference has run, else one after the other. Adds to
+        `phases`; returns the shapes' results and the logs to excerpt."""
         problem = bundle.problem
         ref_limits = batching.reference_limits(self.cfg.reference_limits, problem, shapes,
-                                               per_shape)
+                                               per_shape, psutil.virtual_memory().available)
+        judge = self._judge_batch(bundle, shapes, cases, static, source, phases)
+        if self.cfg.overlap and batching.counted_bytes(problem, shapes, per_shape):
+            limits = batching.entry_limits_from_count(self.cfg.entry_limits, problem, shapes,
+                                                      per_shape)
+            self.progress(f"{label}: reference and entry ({len(cases)} cases)")
+            with run_pair(sandbox, image, kernel, cases, ref_limits, limits, problem) as pair:
+                if pair.entry is not None:
+                    return judge(pair.reference, pair.entry, limits)
+            self.progress(f"{label}: the reference failed beside the entry; again, one "
+                          "after the other")
         self.progress(f"{label}: reference ({len(cases)} cases)")
         with run_reference(sandbox, image, cases, ref_limits, problem) as (ref, ref_dir):
-            failed = [c.id for c in cases if not (ref.out.result and ref.out.result.cases.get(
-                c.id) and ref.out.result.cases[c.id].ok)]
-            if ref.exit.timed_out or ref.out.result is None or failed:
-                errs = [r.error for r in (ref.out.result.cases.values() if ref.out.result else [])
-                        if r.error]
-                detail = "the reference run failed" + (f" on {failed}" if failed else "")
-                return whole_problem(shapes, Verdict.INFRA_ERROR, detail,
-                                     tail(errs[0] if errs else ref.exit.logs)), ref.exit.logs
-            _add(phases, {"reference": ref.exit.wall_s, **harness_phases("reference", ref)})
-            self.device_name = self.device_name or ref.out.result.device_name
+            if (failure := reference_failure(ref, cases)) is not None:
+                return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
             limits = batching.entry_limits(self.cfg.entry_limits, ref_dir, [c.id for c in cases])
             self.progress(f"{label}: entry")
             with run_entry(sandbox, image, kernel, cases, ref_dir, limits, problem) as entry:
-                ready = entry.out.ready
-                _add(phases, {"entry": entry.exit.wall_s, **harness_phases("entry", entry),
-                              **({"entry_import": ready.import_s}
-                                 if ready and ready.import_s is not None else {})})
-                results = judge_problem(problem=problem, shapes=shapes, cases=cases,
-                                        reference=ref, entry=entry, static=static,
-                                        own_kernels=self.detector.own_kernels(source),
-                                        tracer=self.detector,
-                                        max_output_bytes=limits.output_bytes)
-        return results, entry.exit.logs
+                return judge(ref, entry, limits)
+
+    def _judge_batch(self, bundle: ProblemBundle, shapes: list[Shape], cases: list[Case],
+                     static: list[Finding], source: str, phases: dict[str, float]
+                     ) -> Callable[[ContainerRun, ContainerRun, Limits],
+                                   tuple[list[ShapeResult], str]]:
+        def judge(ref: ContainerRun, entry: ContainerRun, limits: Limits
+                  ) -> tuple[list[ShapeResult], str]:
+            if (failure := reference_failure(ref, cases)) is not None:
+                return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
+            assert ref.out.result is not None
+            self.device_name = self.device_name or ref.out.result.device_name
+            ready = entry.out.ready
+            add(phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,
+                          **harness_phases("reference", ref),
+                          "entry": entry.exit.wall_s, "entry_held": entry.exit.held_s,
+                          **harness_phases("entry", entry),
+                          **({"entry_import": ready.import_s}
+                             if ready and ready.import_s is not None else {})})
+            results = judge_problem(problem=bundle.problem, shapes=shapes, cases=cases,
+                                    reference=ref, entry=entry, static=static,
+                                    own_kernels=self.detector.own_kernels(source),
+                                    tracer=self.detector, max_output_bytes=limits.output_bytes)
+            return results, entry.exit.logs
+
+        return judge
 
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""

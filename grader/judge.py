@@ -51,6 +51,18 @@ def _shape_result(shape: Shape, verdict: Verdict, detail: str, **kw: object) -> 
                        verdict=verdict, detail=detail, **kw)  # type: ignore[arg-type]
 
 
+def reference_failure(ref: ContainerRun, cases: list[Case]) -> tuple[str, str | None] | None:
+    """Why a reference run cannot be used (detail, excerpt), or None."""
+    result = ref.out.result
+    failed = [c.id for c in cases
+              if not (result and result.cases.get(c.id) and result.cases[c.id].ok)]
+    if not (ref.exit.timed_out or result is None or failed):
+        return None
+    errs = [r.error for r in (result.cases.values() if result else []) if r.error]
+    detail = "the reference run failed" + (f" on {failed}" if failed else "")
+    return detail, tail(errs[0] if errs else ref.exit.logs)
+
+
 def whole_problem(shapes: list[Shape], verdict: Verdict, detail: str,
                   excerpt: str | None = None) -> list[ShapeResult]:
     return [_shape_result(s, verdict, detail, error_excerpt=excerpt) for s in shapes]

@@ -7,20 +7,23 @@ imported (see the protocol in grader/harness/main.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.evidence import OutDir, read_out_dir
+from grader.evidence import OutDir, read_out_dir, read_result
 from grader.formats.problem import Problem, Shape
+from grader.harness.main import CASES_DONE
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
 from grader.sandbox.capped import capped_dir
-from grader.sandbox.docker_engine import DockerEngine, ExitState
+from grader.sandbox.docker_engine import POLL_S, DockerEngine, ExitState, RunningContainer
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 
 BOOT = f"{C_LIB}/grader_harness/boot.py"
@@ -125,7 +128,7 @@ def _timing_job(sb: Sandbox, cases: list[Case], *, reference: bool) -> dict[str,
 def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
           masks: tuple[str, ...] = (), args: tuple[str, ...] = ()) -> ContainerSpec:
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "GRADER_DEVICE": sb.device,
            "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin"}
     if sb.device == "cpu":
@@ -135,20 +138,48 @@ def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits
                          binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
 
 
+def _reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
+    job = _timing_job(sb, cases, reference=True)
+    job.update(device=sb.device, cases=[
+        {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
+    job.update(_module_job(problem, cases))
+    return job
+
+
+def _io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
+    return [Bind(host=str(in_dir), container=C_IN),
+            Bind(host=str(out_dir), container=C_OUT, read_only=False)]
+
+
+def _entry_spec(sb: Sandbox, image: str, kernel_file: Path, in_dir: Path, out_dir: Path,
+                limits: Limits, problem: Problem | None) -> ContainerSpec:
+    binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
+             *_io_binds(in_dir, out_dir)]
+    return _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
+                 args=_entry_args(problem))
+
+
+def _deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
+             in_dir: Path) -> None:
+    """The entry's inputs and job, copied in once it has been imported."""
+    for c in cases:
+        src = ref_out / f"{c.id}.in"
+        if src.is_file():
+            dst = in_dir / f"{c.id}.in"
+            shutil.copyfile(src, dst)
+            os.chmod(dst, 0o644)
+    _write_job(in_dir, _entry_job(sb, cases, problem))
+
+
 @contextmanager
 def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits,
                   problem: Problem | None = None) -> Iterator[tuple[ContainerRun, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block).
     `problem` says how to call it (None: a function-style problem)."""
     with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        job = _timing_job(sb, cases, reference=True)
-        job.update(device=sb.device, cases=[
-            {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
-        job.update(_module_job(problem, cases))
-        _write_job(in_dir, job)
-        binds = [Bind(host=str(in_dir), container=C_IN),
-                 Bind(host=str(out_dir), container=C_OUT, read_only=False)]
-        exit_state = sb.engine.run(_spec(sb, image, Role.REFERENCE, binds, limits))
+        _write_job(in_dir, _reference_job(sb, cases, problem))
+        spec = _spec(sb, image, Role.REFERENCE, _io_binds(in_dir, out_dir), limits)
+        exit_state = sb.engine.run(spec)
         yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir)), out_dir
 
 
@@ -158,25 +189,99 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
     """Run the entry on the reference's inputs (copied in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
-                 Bind(host=str(in_dir), container=C_IN),
-                 Bind(host=str(out_dir), container=C_OUT, read_only=False)]
         delivered = False
 
         def deliver_when_ready() -> None:
             nonlocal delivered
-            if delivered or not (out_dir / "ready.json").exists():
-                return
-            delivered = True
-            for c in cases:
-                src = ref_out / f"{c.id}.in"
-                if src.is_file():
-                    dst = in_dir / f"{c.id}.in"
-                    shutil.copyfile(src, dst)
-                    os.chmod(dst, 0o644)
-            _write_job(in_dir, _entry_job(sb, cases, problem))
+            if not delivered and (out_dir / "ready.json").exists():
+                delivered = True
+                _deliver(sb, cases, problem, ref_out, in_dir)
 
-        spec = _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
-                     args=_entry_args(problem))
+        spec = _entry_spec(sb, image, kernel_file, in_dir, out_dir, limits, problem)
         exit_state = sb.engine.run(spec, on_poll=deliver_when_ready)
         yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pair:
+    reference: ContainerRun
+    ref_dir: Path
+    # None: the reference failed while the entry's container ran beside it. That container
+    # was stopped; grade the batch again one container after the other (an entry must not
+    # escape its verdict by making the reference fail, with a GPU memory bomb at import say).
+    entry: ContainerRun | None
+
+
+@contextmanager
+def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_limits: Limits,
+             entry_limits: Limits, problem: Problem | None = None) -> Iterator[Pair]:
+    """The reference and the entry at once: the entry's container starts and imports (a cold
+    `import torch`, and whatever the entry does at import) while the reference makes the
+    inputs and expected outputs. The entry's job is delivered once both are done; on a GPU
+    the reference holds its timed loop until the entry's container has exited, so that no
+    entry code shares the GPU with it. Time either container spends held by the other is
+    not counted against its wall-clock limit (RunningContainer.extend)."""
+    hold = sb.timing is not None
+    with contextlib.ExitStack() as stack:
+        ref_in, ent_in = stack.enter_context(_in_dir()), stack.enter_context(_in_dir())
+        ref_out = stack.enter_context(capped_dir(ref_limits.output_bytes))
+        ent_out = stack.enter_context(capped_dir(entry_limits.output_bytes))
+        _write_job(ref_in, {**_reference_job(sb, cases, problem), **({"hold": True} if hold
+                                                                     else {})})
+        ref = stack.enter_context(sb.engine.start(_spec(
+            sb, image, Role.REFERENCE, _io_binds(ref_in, ref_out), ref_limits)))
+        ent = stack.enter_context(sb.engine.start(_entry_spec(
+            sb, image, kernel_file, ent_in, ent_out, entry_limits, problem)))
+        ref_exit: ExitState | None = None
+        ent_exit: ExitState | None = None
+        delivered = released = False
+        tick = time.monotonic()
+        while ref_exit is None or ent_exit is None:
+            now = time.monotonic()
+            step, tick = now - tick, now
+            ref_exit = ref_exit or ref.poll()
+            ent_exit = ent_exit or ent.poll()
+            cases_ok = _cases_ok(ref_out / CASES_DONE if hold else ref_out / "result.json",
+                                 cases, done=hold or ref_exit is not None)
+            if cases_ok is False or (ref_exit is not None and cases_ok is None):
+                if ent_exit is None:
+                    ent.kill()
+                yield Pair(reference=ContainerRun(exit=ref_exit or ref.poll() or _killed(ref),
+                                                  out=read_out_dir(ref_out)),
+                           ref_dir=ref_out, entry=None)
+                return
+            ready = (ent_out / "ready.json").exists()
+            if not delivered and ready and ent_exit is None:
+                if cases_ok:
+                    delivered = True
+                    _deliver(sb, cases, problem, ref_out, ent_in)
+                else:
+                    ent.extend(step)  # imported, waiting for the reference
+            if hold and cases_ok and not released:
+                if ent_exit is not None:
+                    released = True
+                    (ref_in / "go.json").write_text("{}")
+                elif ref_exit is None:
+                    ref.extend(step)  # cases done, waiting for the entry to exit
+            time.sleep(POLL_S)
+        yield Pair(reference=ContainerRun(exit=ref_exit, out=read_out_dir(ref_out)),
+                   ref_dir=ref_out, entry=ContainerRun(exit=ent_exit, out=read_out_dir(ent_out)))
+
+
+def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:
+    """Whether the reference's case results at `path` say every case is done and ok; None
+    while there are none yet (or, with `done`, never will be: read as failed by the caller
+    once the container has exited)."""
+    if not done or not path.is_file():
+        return None
+    result = read_result(path)
+    if result is None:
+        return False
+    return all(result.cases.get(c.id) is not None and result.cases[c.id].ok for c in cases)
+
+
+def _killed(running: RunningContainer) -> ExitState:
+    running.kill()
+    state = running.poll()
+    assert state is not None
+    return state

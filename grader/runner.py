@@ -50,6 +50,7 @@ class RunRequest:
     jobs: int = 1  # --device cpu: problems graded at once
     hardware: str = "auto"
     resume: bool = False  # finish the run checkpointed in out_dir
+    overlap: bool = True  # reference and entry containers side by side (problem_run.run_pair)
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -65,7 +66,8 @@ def to_config(req: RunRequest) -> RunConfig:
                     suite_roots=req.suite_roots or (PROBLEM_BUNDLES,), policy=req.policy,
                     device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
                     problems=req.problems, formats=req.formats, fail_on=req.fail_on,
-                    seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume)
+                    seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume,
+                    overlap=req.overlap)
     python = req.python or (sys.executable if req.runtime == "host" else "python3")
     runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]
                             **({"cuda_base": req.cuda_base} if req.cuda_base else {}))

@@ -45,9 +45,10 @@ class ExitState:
     exit_code: int | None  # None when killed by us for the wall-clock limit
     timed_out: bool
     oom_killed: bool
-    wall_s: float
+    wall_s: float  # start to exit, less the time it was held (RunningContainer.extend)
     logs: str  # stdout+stderr, at most spec.limits.log_bytes
     logs_truncated: bool
+    held_s: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,6 +226,8 @@ class RunningContainer:
         self.container = container
         self.spec = spec
         self.started = time.monotonic()
+        self.deadline = self.started + spec.limits.wall_s
+        self.held_s = 0.0
 
     @property
     def id(self) -> str:
@@ -252,24 +255,35 @@ class RunningContainer:
     def running(self) -> bool:
         return bool(self.attrs()["State"]["Running"])
 
+    def extend(self, seconds: float) -> None:
+        """Move the wall-clock deadline later: time the container spent held, waiting on the
+        grader (for its job, or for the other container of its problem), is not its own."""
+        self.held_s += seconds
+        self.deadline += seconds
+
+    def poll(self) -> ExitState | None:
+        """None while it runs within its deadline; else its exit state (killed when the
+        deadline has passed)."""
+        running = bool(self.attrs()["State"]["Running"])
+        if running and time.monotonic() < self.deadline:
+            return None
+        if running:
+            self.kill()
+        return self._exit_state(timed_out=running)
+
     def wait(self, on_poll: Callable[[], None] | None = None,
              wall_s: float | None = None) -> ExitState:
         """Wait for exit, killing the container when the wall-clock limit passes."""
-        limit = self.spec.limits.wall_s if wall_s is None else wall_s
-        deadline = self.started + limit
-        timed_out = False
-        while True:
-            state = self.attrs()["State"]
-            if not state["Running"]:
-                break
-            if time.monotonic() >= deadline:
-                timed_out = True
-                self.kill()
-                break
+        if wall_s is not None:
+            self.deadline = self.started + wall_s
+        while (done := self.poll()) is None:
             if on_poll is not None:
                 on_poll()
             time.sleep(POLL_S)
-        wall = time.monotonic() - self.started
+        return done
+
+    def _exit_state(self, timed_out: bool) -> ExitState:
+        wall = time.monotonic() - self.started - self.held_s
         state = self.attrs()["State"]
         logs, truncated = self.logs()
         return ExitState(
@@ -277,6 +291,7 @@ class RunningContainer:
             timed_out=timed_out,
             oom_killed=bool(state.get("OOMKilled", False)),
             wall_s=wall,
+            held_s=self.held_s,
             logs=logs,
             logs_truncated=truncated,
         )

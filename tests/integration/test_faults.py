@@ -313,3 +313,47 @@ def test_a_full_tmpdir_from_the_start_is_an_infra_error(engine, small_disk: Path
     with pytest.raises(InfraError, match="cannot unpack the bundle: No space left on device"):
         _grader(cfg, engine).run()
     assert os.listdir(small_disk) == ["filler"]
+
+
+def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ignore[no-untyped-def]
+        engine, runtime, tmp_path: Path) -> None:
+    """The reference's container dies while the entry's runs beside it (problem_run.run_pair):
+    the entry's container is stopped and the problem graded again, reference first, so that
+    the entry still gets its own verdict (an entry must not escape one by making the
+    reference fail) and nothing is left behind."""
+    suites = tmp_path / "suites"
+    shutil.copytree(REPO / "problem_bundles" / "demo", suites / "demo")
+    ref = suites / "demo" / "vector_add" / "reference.py"
+    ref.write_text(ref.read_text().replace(
+        '    gen = torch.Generator(device="cpu").manual_seed(seed)\n',
+        '    import sys, time\n    print("fault-drill: reference", file=sys.stderr, flush=True)\n'
+        '    time.sleep(3)\n    gen = torch.Generator(device="cpu").manual_seed(seed)\n', 1))
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", suite_roots=(suites,),
+                    problems=("vector_add",))
+    lines: list[str] = []
+    grader = _grader(cfg, engine, progress=lines.append)
+    killed: list[str] = []
+    stop = threading.Event()
+
+    def killer() -> None:
+        deadline = time.monotonic() + 110
+        while not stop.is_set() and time.monotonic() < deadline:
+            for c in engine.client.containers.list(filters={"label": [
+                    f"grader.session={grader.session}", "grader.role=reference"]}):
+                if b"fault-drill: reference" in c.logs():
+                    c.kill()
+                    killed.append(c.id)
+                    return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        rep = grader.run()
+    finally:
+        stop.set()
+        thread.join()
+    assert killed, "the reference container was never seen"
+    assert _verdicts(rep) == {"vector_add": Verdict.PASSED}
+    assert any("again, one after the other" in line for line in lines), lines
+    assert _left(engine, grader.session) == []

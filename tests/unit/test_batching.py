@@ -61,6 +61,9 @@ def test_reference_cap_doubles_the_count_and_never_shrinks() -> None:
     smoke = [s for s in p.shapes if s.smoke]
     small = batching.reference_limits(base, p, smoke, {s.id: 5 for s in smoke})
     assert (small.output_bytes, small.memory_bytes) == (4 * GIB, 68 * GIB)
+    # Half the host's free memory when that is more: inputs read in part are not counted.
+    roomy = batching.reference_limits(base, p, smoke, {s.id: 5 for s in smoke}, 100 * GIB)
+    assert roomy.output_bytes == 50 * GIB
 
 
 def test_entry_cap_is_what_the_reference_wrote(tmp_path: Path) -> None:

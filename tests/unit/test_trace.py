@@ -272,13 +272,19 @@ def test_device_kernels_go_to_every_range_that_holds_their_start() -> None:
 
     from grader.harness.trace import DeviceProfile, _kernels_by_range
 
-    def ev(name: str, device: DeviceType, start: float, end: float, us: float = 0.0) -> Any:
+    def ev(name: str, device: DeviceType, start: float, end: float, us: float = 0.0,
+           annotation: bool = False) -> Any:
         return SimpleNamespace(name=name, device_type=device, device_time_total=us,
+                               is_user_annotation=annotation,
                                time_range=SimpleNamespace(start=start, end=end))
 
     p = DeviceProfile.PREFIX
     events = [
         ev(f"{p}a.0", DeviceType.CPU, 0, 100),
+        # Ranges are mirrored on the device timeline as annotations: never kernels, ours or
+        # the entry's (one named after its own Triton kernel would inflate its share).
+        ev(f"{p}a.0", DeviceType.CUDA, 1, 99, 98.0, annotation=True),
+        ev("own_kernel", DeviceType.CUDA, 5, 95, 90.0, annotation=True),
         ev("own_kernel", DeviceType.CUDA, 10, 20, 5.0),
         ev("own_kernel", DeviceType.CUDA, 30, 40, 7.0),
         ev("Memcpy HtoD", DeviceType.CUDA, 150, 160, 1.0),  # a load between calls: no call's

@@ -1,0 +1,28 @@
+"""Where a problem's grading time went: the host's clocks and each harness's own counts.
+
+Kept in a problem's `phases_s` for bench/overhead.py: evidence of cost, never of a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+
+from grader.problem_run import ContainerRun
+
+# The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
+# Only these names: the entry writes that file.
+HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing"),
+                  "entry": ("prepare", "job_wait", "build", "load", "warm", "profile", "trace",
+                            "save", "timing")}
+
+
+def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:
+    got = run.out.result.phases_s if run.out.result is not None else {}
+    return {f"{role}.{k}": got[k] for k in HARNESS_PHASES[role]
+            if k in got and math.isfinite(got[k]) and got[k] >= 0}
+
+
+def add(phases: dict[str, float], more: dict[str, float]) -> None:
+    """Sum phase seconds over a problem's batches."""
+    for k, v in more.items():
+        phases[k] = phases.get(k, 0.0) + v
