@@ -3,6 +3,7 @@ a pure-PyTorch entry and of the reference as-is, on a GPU.
 
     python bench/baseline.py --bare RESULTS.json [...]               # from bench/baseline_bare.py
     python bench/baseline.py --solutions R.json [...] --torch T.json [...]   # from graded reports
+    python bench/baseline.py --bare B.json --solutions R.json CHECKPOINT_DIR ...   # both
     options: [--suite problem_bundles/llm-inference] [--hardware h200]
 
 Per shape, fraction = T_roofline / T_measured (median device time of the timed loop); per
@@ -10,7 +11,9 @@ problem, the median over its scored (non-smoke) shapes, the rule the scores use.
 fractions ignore the verdict (the PyTorch entry is graded `fallback`, so its S is 0): they say
 how close to the chip each implementation runs. From graded reports, the reference column is
 the reference container's own timing, which every grading records; several reports per entry
-are merged (a suite graded in parts). Prints a Markdown table, then every fraction above 1
+are merged (a suite graded in parts; a checkpoint folder stands for a grading cut short). Graded
+figures replace bare ones for the same problem and column; where both kinds are given, a column
+still from the bare run says "(bare)". Prints a Markdown table, then every fraction above 1
 (impossible: a wrong roofline or a broken timer) or below 0.01 (a roofline that is absurdly
 generous, or an implementation that is absurdly slow) among the shapes that are not launch-bound;
 launch-bound shapes (a roofline under the profile's measured launch floor, 4.3 µs on the H200:
@@ -26,8 +29,9 @@ import json
 import statistics
 from pathlib import Path
 
+from grader.checkpoint import Finished
 from grader.formats.problem import Problem
-from grader.report.model import Report
+from grader.report.model import ProblemResult, Report
 from grader.scoring.hardware import HardwareProfile, load_hardware
 from grader.scoring.roofline import Roofline, roofline
 from grader.suite import load_suite
@@ -47,20 +51,31 @@ def _fraction(problem: Problem, shape_id: str, profile: HardwareProfile, median_
     return _roofline(problem, shape_id, profile).t_s / (median_us * 1e-6)
 
 
-def from_reports(reports: list[Report], column: str, problems: dict[str, Problem],
+def graded_problems(path: Path) -> list[ProblemResult]:
+    """The problems of a report.json, or of a run's checkpoint folder (`OUT/.checkpoint/
+    problems`: what a grading cut short had finished)."""
+    if path.is_dir():
+        return [Finished.from_json(f.read_text()).result for f in sorted(path.glob("*.json"))]
+    return list(Report.model_validate_json(path.read_text()).problems)
+
+
+def from_reports(graded: list[ProblemResult], column: str, problems: dict[str, Problem],
                  profile: HardwareProfile, table: Table, notes: dict[str, set[str]]) -> None:
-    """Fill `column` (and the reference column) from graded reports; notes get the verdicts."""
-    for rep in reports:
-        for pr in rep.problems:
-            cols = table.setdefault(pr.id, {c: {} for c in COLUMNS})
-            for sr in pr.shapes:
-                if sr.smoke:
-                    continue
-                for col, timing in ((column, sr.timing), ("reference", sr.reference_timing)):
-                    if timing is not None and timing.median_us > 0:
-                        cols[col][sr.id] = _fraction(problems[pr.id], sr.id, profile,
-                                                     timing.median_us)
-                notes.setdefault(pr.id, set()).add(f"{column} {sr.verdict.value}")
+    """Fill `column` (and the reference column) from graded problems, in place of any bare
+    figures for them; notes get the verdicts."""
+    for pr in graded:
+        cols = table.setdefault(pr.id, {c: {} for c in COLUMNS})
+        for col in (column, "reference"):
+            if notes.pop(f"{pr.id}/{col}/bare", None) is not None:
+                cols[col].clear()
+        for sr in pr.shapes:
+            if sr.smoke:
+                continue
+            for col, timing in ((column, sr.timing), ("reference", sr.reference_timing)):
+                if timing is not None and timing.median_us > 0:
+                    cols[col][sr.id] = _fraction(problems[pr.id], sr.id, profile,
+                                                 timing.median_us)
+            notes.setdefault(pr.id, set()).add(f"{column} {sr.verdict.value}")
 
 
 def from_bare(paths: list[Path], problems: dict[str, Problem], profile: HardwareProfile,
@@ -74,14 +89,19 @@ def from_bare(paths: list[Path], problems: dict[str, Problem], profile: Hardware
                 if "median_us" in got:
                     cols[col][row["shape"]] = _fraction(problems[row["problem"]], row["shape"],
                                                         profile, got["median_us"])
+                    notes[f"{row['problem']}/{col}/bare"] = set()  # a marker, not a note
                 if got.get("correct") is False or "error" in got:
                     notes.setdefault(row["problem"], set()).add(f"{col} failed on {row['shape']}")
 
 
 def render(table: Table, notes: dict[str, set[str]], problems: dict[str, Problem],
-           profile: HardwareProfile) -> str:
-    def cell(values: dict[str, float]) -> str:
-        return f"{statistics.median(values.values()):.3f}" if values else "–"
+           profile: HardwareProfile, mark_bare: bool = False) -> str:
+    def cell(pid: str, col: str) -> str:
+        values = table[pid][col]
+        if not values:
+            return "–"
+        bare = " (bare)" if mark_bare and f"{pid}/{col}/bare" in notes else ""
+        return f"{statistics.median(values.values()):.3f}{bare}"
 
     lines = ["| problem | shapes | Triton solution | PyTorch entry | reference | notes |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -89,8 +109,8 @@ def render(table: Table, notes: dict[str, set[str]], problems: dict[str, Problem
     for pid in sorted(table):
         cols = table[pid]
         n = max(len(v) for v in cols.values())
-        lines.append(f"| {pid} | {n} | {cell(cols['triton'])} | {cell(cols['torch'])} | "
-                     f"{cell(cols['reference'])} | {', '.join(sorted(notes.get(pid, ())))} |")
+        lines.append(f"| {pid} | {n} | {cell(pid, 'triton')} | {cell(pid, 'torch')} | "
+                     f"{cell(pid, 'reference')} | {', '.join(sorted(notes.get(pid, ())))} |")
         for shape in sorted({sh for col in COLUMNS for sh in cols[col]}):
             r = _roofline(problems[pid], shape, profile)
             got = {col: cols[col][shape] for col in COLUMNS if shape in cols[col]}
@@ -123,9 +143,10 @@ def main() -> None:
     notes: dict[str, set[str]] = {}
     from_bare(args.bare, problems, profile, table, notes)
     for column, paths in (("triton", args.solutions), ("torch", args.torch)):
-        reports = [Report.model_validate_json(p.read_text()) for p in paths]
-        from_reports(reports, column, problems, profile, table, notes)
-    print(render(table, notes, problems, profile))
+        graded = [pr for path in paths for pr in graded_problems(path)]
+        from_reports(graded, column, problems, profile, table, notes)
+    print(render(table, notes, problems, profile,
+                 mark_bare=bool(args.bare and (args.solutions or args.torch))))
 
 
 if __name__ == "__main__":

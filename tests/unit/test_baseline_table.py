@@ -62,3 +62,39 @@ def test_fraction_is_roofline_over_median_and_problem_is_median(tmp_path: Path) 
     row = _rows(_table("--bare", str(path)))["silu_and_mul"]
     assert row[:4] == ["3", "0.250", "–", "0.100"]
     assert "torch failed on" in row[4]
+
+
+def test_graded_figures_replace_bare_ones_and_checkpoints_count(tmp_path: Path) -> None:
+    """A checkpoint folder (a grading cut short) is read like a report; its figures replace
+    the bare run's for the same problem and column, the rest stay marked as bare."""
+    from grader.checkpoint import Finished
+    from grader.report.model import ProblemResult, ShapeResult, Timing
+    from grader.verdicts import Verdict
+
+    suite = load_suite(REPO / "problem_bundles" / "llm-inference")
+    problem = suite.problems["silu_and_mul"].problem
+    shape = next(s for s in problem.shapes if not s.smoke)
+    t_us = roofline(problem, shape, load_hardware("h200")).t_s * 1e6
+    timing = Timing(median_us=t_us * 2, iqr_us=0.0, cv=0.0, samples=10, method="cuda-events")
+    ref = timing.model_copy(update={"median_us": t_us * 5})
+    sr = ShapeResult(id=shape.id, phase=shape.phase, smoke=False, params=shape.params,
+                     verdict=Verdict.PASSED, detail="", timing=timing, reference_timing=ref)
+    ckpt = tmp_path / "problems"
+    ckpt.mkdir()
+    pr = ProblemResult(id="silu_and_mul", operator="silu_and_mul", verdict=Verdict.PASSED,
+                       shapes=[sr])
+    (ckpt / "silu_and_mul.json").write_text(Finished(result=pr).to_json())
+    rows = _rows(_table("--bare", str(DATA), "--solutions", str(ckpt)))
+    assert rows["silu_and_mul"][1:4] == ["0.500", "0.086 (bare)", "0.200"]
+    assert "triton passed" in rows["silu_and_mul"][4]
+    assert rows["rms_norm"][1].endswith("(bare)")
+
+
+def test_docs_graded_table_is_the_scripts_output() -> None:
+    data = REPO / "docs" / "data" / "h200-2026-12-01"
+    ours = _rows(_table("--bare", str(DATA), "--solutions", str(data / "llm-solutions-checkpoint"),
+                        "--torch", str(data / "report-llm-inference-torch.json")))
+    doc = (REPO / "docs" / "llm-inference.md").read_text()
+    section = doc[doc.index("## Graded in containers on the H200"):]
+    documented = _rows(section[: section.index("Where both exist")])
+    assert documented == ours
