@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,34 @@ def _fill(mount: Path) -> None:
     # the file stays open-and-closed; what remains is under one page
 
 
+@contextmanager
+def _killing(engine: DockerEngine, session: str, role: str, marker: bytes
+             ) -> Iterator[list[str]]:
+    """While the block runs, a thread `docker kill`s the first `role` container of `session`
+    whose logs show `marker` (once); yields the ids it killed."""
+    killed: list[str] = []
+    stop = threading.Event()
+
+    def killer() -> None:
+        deadline = time.monotonic() + 110
+        while not stop.is_set() and time.monotonic() < deadline:
+            for c in engine.client.containers.list(filters={"label": [
+                    f"grader.session={session}", f"grader.role={role}"]}):
+                if marker in c.logs():
+                    c.kill()
+                    killed.append(c.id)
+                    return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        yield killed
+    finally:
+        stop.set()
+        thread.join()
+
+
 @pytest.fixture()
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 MiB tmpfs: a disk that can be filled in a moment without touching the host's."""
@@ -144,27 +173,8 @@ def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path) ->
     cfg = RunConfig(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out")
     cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=120.0))
     grader = _grader(cfg, engine)
-    killed: list[str] = []
-    stop = threading.Event()
-
-    def killer() -> None:
-        deadline = time.monotonic() + 110
-        while not stop.is_set() and time.monotonic() < deadline:
-            for c in engine.client.containers.list(filters={"label": [
-                    f"grader.session={grader.session}", "grader.role=entry"]}):
-                if b"fault-drill: in kernel()" in c.logs():
-                    c.kill()
-                    killed.append(c.id)
-                    return
-            time.sleep(0.2)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    try:
+    with _killing(engine, grader.session, "entry", b"fault-drill: in kernel()") as killed:
         rep = grader.run()
-    finally:
-        stop.set()
-        thread.join()
     assert killed, "the entry container was never seen in kernel()"
     assert _verdicts(rep) == {"vector_add": Verdict.RUNTIME_ERROR,
                               "rmsnorm": Verdict.PASSED, "matmul": Verdict.PASSED}
@@ -332,27 +342,8 @@ def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ign
                     problems=("vector_add",))
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
-    killed: list[str] = []
-    stop = threading.Event()
-
-    def killer() -> None:
-        deadline = time.monotonic() + 110
-        while not stop.is_set() and time.monotonic() < deadline:
-            for c in engine.client.containers.list(filters={"label": [
-                    f"grader.session={grader.session}", "grader.role=reference"]}):
-                if b"fault-drill: reference" in c.logs():
-                    c.kill()
-                    killed.append(c.id)
-                    return
-            time.sleep(0.1)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    try:
+    with _killing(engine, grader.session, "reference", b"fault-drill: reference") as killed:
         rep = grader.run()
-    finally:
-        stop.set()
-        thread.join()
     assert killed, "the reference container was never seen"
     assert _verdicts(rep) == {"vector_add": Verdict.PASSED}
     assert any("again, one after the other" in line for line in lines), lines
