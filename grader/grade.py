@@ -57,6 +57,8 @@ from grader.suite import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict, worst
 
 Progress = Callable[[str], None]
+
+
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
     """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
     digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()

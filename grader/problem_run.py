@@ -1,8 +1,10 @@
-"""Run one problem: the reference in its own container, then the entry in a hardened one.
+"""Run one batch of a problem's cases: the reference in its own container and the entry in a
+hardened one, side by side (run_pair) or one after the other (run_reference, run_entry).
 
 The reference container never sees the entry; the entry container never sees the reference
 (its files are masked) nor its outputs. Inputs reach the entry only after its module has been
-imported (see the protocol in grader/harness/main.py).
+imported, and the reference's timed loop never shares the GPU with entry code (see the
+protocol in grader/harness/main.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from grader.formats.problem import Problem, Shape
 from grader.harness.main import CASES_DONE
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
 from grader.sandbox.capped import capped_dir
-from grader.sandbox.docker_engine import POLL_S, DockerEngine, ExitState, RunningContainer
+from grader.sandbox.docker_engine import POLL_S, DockerEngine, ExitState
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 
 BOOT = f"{C_LIB}/grader_harness/boot.py"
@@ -234,6 +236,7 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
             sb, image, kernel_file, ent_in, ent_out, entry_limits, problem)))
         ref_exit: ExitState | None = None
         ent_exit: ExitState | None = None
+        cases_ok: bool | None = None
         delivered = released = False
         tick = time.monotonic()
         while ref_exit is None or ent_exit is None:
@@ -241,12 +244,13 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
             step, tick = now - tick, now
             ref_exit = ref_exit or ref.poll()
             ent_exit = ent_exit or ent.poll()
-            cases_ok = _cases_ok(ref_out / CASES_DONE if hold else ref_out / "result.json",
-                                 cases, done=hold or ref_exit is not None)
+            if cases_ok is None:  # read until known, then kept
+                cases_ok = _cases_ok(ref_out / CASES_DONE if hold else ref_out / "result.json",
+                                     cases, done=hold or ref_exit is not None)
             if cases_ok is False or (ref_exit is not None and cases_ok is None):
                 if ent_exit is None:
                     ent.kill()
-                yield Pair(reference=ContainerRun(exit=ref_exit or ref.poll() or _killed(ref),
+                yield Pair(reference=ContainerRun(exit=ref_exit or ref.wait(wall_s=0.0),
                                                   out=read_out_dir(ref_out)),
                            ref_dir=ref_out, entry=None)
                 return
@@ -279,9 +283,3 @@ def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:
         return False
     return all(result.cases.get(c.id) is not None and result.cases[c.id].ok for c in cases)
 
-
-def _killed(running: RunningContainer) -> ExitState:
-    running.kill()
-    state = running.poll()
-    assert state is not None
-    return state
