@@ -161,14 +161,28 @@ def _entry_spec(sb: Sandbox, image: str, kernel_file: Path, in_dir: Path, out_di
                  args=_entry_args(problem))
 
 
+def _entry_in(ref_out: Path) -> Path:
+    """The entry's input folder: inside the reference's output folder, so that inputs are
+    hard links, not copies (at production shapes a batch's inputs are gigabytes: one copy
+    less of each, and no second place to hold them). The entry's container sees only this
+    folder, read-only; the reference's sees it too, owned by root, and cannot write there."""
+    path = ref_out / ".entry-in"
+    path.mkdir(mode=0o755)
+    os.chmod(path, 0o755)
+    return path
+
+
 def _deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
              in_dir: Path) -> None:
-    """The entry's inputs and job, copied in once it has been imported."""
+    """The entry's inputs and job, placed once it has been imported."""
     for c in cases:
         src = ref_out / f"{c.id}.in"
         if src.is_file():
             dst = in_dir / f"{c.id}.in"
-            shutil.copyfile(src, dst)
+            try:
+                os.link(src, dst)
+            except OSError:  # another filesystem (an in_dir of its own): copy
+                shutil.copyfile(src, dst)
             os.chmod(dst, 0o644)
     _write_job(in_dir, _entry_job(sb, cases, problem))
 
@@ -190,7 +204,8 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
               limits: Limits, problem: Problem | None = None) -> Iterator[ContainerRun]:
     """Run the entry on the reference's inputs (copied in only once the entry is imported);
     yields the run while its output folder is still there to read."""
-    with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
+    with capped_dir(limits.output_bytes) as out_dir:
+        in_dir = _entry_in(ref_out)
         delivered = False
 
         def deliver_when_ready() -> None:
@@ -225,8 +240,9 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
     not counted against its wall-clock limit (RunningContainer.extend)."""
     hold = sb.timing is not None
     with contextlib.ExitStack() as stack:
-        ref_in, ent_in = stack.enter_context(_in_dir()), stack.enter_context(_in_dir())
+        ref_in = stack.enter_context(_in_dir())
         ref_out = stack.enter_context(capped_dir(ref_limits.output_bytes))
+        ent_in = _entry_in(ref_out)
         ent_out = stack.enter_context(capped_dir(entry_limits.output_bytes))
         _write_job(ref_in, {**_reference_job(sb, cases, problem), **({"hold": True} if hold
                                                                      else {})})
