@@ -23,6 +23,7 @@ done: the rate since the first problem started, applied to the problems left.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -36,6 +37,7 @@ LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[str, ...] = ("human", "json")
 # The stages of one problem, in order; "runtime" is the run-wide image before any problem.
 STAGES: tuple[str, ...] = ("runtime", "image", "reference", "entry", "timing", "done")
+BATCH = re.compile(r" \[\d+/\d+\]$")
 
 
 def choose_mode(log_format: str, *, quiet: bool, stream: TextIO) -> Mode:
@@ -164,6 +166,7 @@ class Progress:
         if msg.startswith("runtime"):
             return None, "runtime"
         head, sep, rest = msg.partition(": ")
+        head = BATCH.sub("", head)  # "rmsnorm [2/3]": a batch of the problem's shapes
         if not sep or head not in self.planned:
             return None, None
         word = rest.split(" ", 1)[0]

@@ -114,6 +114,14 @@ def test_structured_keywords_win_and_unknown_prefixes_are_not_problems() -> None
     assert (last["problem"], last["stage"], last["shape"]) == ("a", "timing", "s1")
 
 
+def test_a_batch_of_a_problem_is_that_problem() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    p = _progress("json", out, clock)
+    p.plan(["fused_moe"])
+    p("fused_moe [2/7]: reference and entry (8 cases)")
+    assert (p.problem, p.stage) == ("fused_moe", "reference")
+
+
 def test_unplanned_run_has_no_eta_and_a_closed_stream_does_not_raise() -> None:
     clock = FakeClock()
     stream = io.StringIO()
