@@ -131,3 +131,15 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
 
     assert not [s for s in seeds if re.search(rf"(?<![0-9.]){s}(?![0-9])", text)]
     assert report.problems[0].verdict == Verdict.POLICY_VIOLATION
+
+
+@pytest.mark.parametrize("name", ["read_expected_beside_inputs", "read_reference_files"])
+def test_searches_for_the_reference_find_nothing(name: str, engine, runtime, tmp_path: Path  # type: ignore[no-untyped-def]
+                                                 ) -> None:
+    """The verdict (policy_violation, for the file-system calls) does not show whether the
+    search found anything: the entry prints BREACH when it does, and it must not have."""
+    report = _grade(name, engine, tmp_path)
+    problem = report.problems[0]
+    assert problem.verdict == Verdict.POLICY_VIOLATION
+    assert "BREACH" not in (problem.stderr_excerpt or "")
+    assert all(s.verdict == Verdict.POLICY_VIOLATION for s in problem.shapes)
