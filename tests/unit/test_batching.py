@@ -78,3 +78,14 @@ def test_entry_cap_is_what_the_reference_wrote(tmp_path: Path) -> None:
     assert lim.memory_bytes == 4 * GIB + lim.output_bytes + 2 * (50 << 20)
     # Small outputs keep the configured cap: a flood still stops there.
     assert batching.entry_limits(base, tmp_path, ["missing.0"]).output_bytes == 256 << 20
+
+
+def test_no_count_means_zero_and_the_sequential_path() -> None:
+    """A problem without a byte count (imported ones may lack it) counts 0: its batches go one
+    container after the other (grade_batch), with caps from what the reference wrote."""
+    demo = load_suite(PROBLEM_BUNDLES / "demo").problems["vector_add"].problem
+    shape = next(s for s in demo.shapes if s.smoke)
+    assert batching.counted_bytes(demo, [shape], {shape.id: 2}) > 0
+    bare = demo.model_copy(update={"bytes": None})
+    assert batching.shape_bytes(bare, shape) == 0
+    assert batching.counted_bytes(bare, [shape], {shape.id: 2}) == 0

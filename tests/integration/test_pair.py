@@ -1,0 +1,67 @@
+"""problem_run.run_pair against the real engine: the reference and the entry side by side.
+
+The GPU path holds the reference's timed loop until the entry's container has exited. On a
+CPU host that path only runs when asked for: here a sandbox with timing knobs on the CPU, so
+that the hold, the release and the held-time accounting are exercised in CI (the timed loops
+themselves then fail, as CUDA events need a GPU, and say so in their records).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from grader.grade import derive_seed
+from grader.harness.main import CASES_DONE
+from grader.imaging import ensure, problem_plan
+from grader.paths import REPO
+from grader.problem_run import Case, Sandbox, TimingKnobs, run_pair
+from grader.sandbox.spec import Limits
+from grader.suite import ProblemBundle, load_suite
+
+pytestmark = pytest.mark.docker
+KERNEL = REPO / "examples" / "triton" / "kernels" / "vector_add.py"
+
+
+def _cases() -> tuple[list[Case], ProblemBundle]:
+    bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
+    shape = next(s for s in bundle.problem.shapes if s.smoke)
+    secret = b"pair-test"
+    cases = [Case(id=f"{shape.id}.0", shape=shape, seed=derive_seed(secret, "vector_add",
+                                                                    shape.id, 0)),
+             Case(id=f"{shape.id}.t0", shape=shape, timing=True,
+                  seed=derive_seed(secret, "vector_add", shape.id, 1000))]
+    return cases, bundle
+
+
+def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+    cases, bundle = _cases()
+    image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    sb = Sandbox(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
+                 timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
+    limits = Limits(wall_s=120.0)
+    try:
+        with run_pair(sb, image.tag, KERNEL, cases, Limits(wall_s=120.0, memory_bytes=4 << 30),
+                      limits, bundle.problem) as pair:
+            assert pair.entry is not None
+            ref, entry = pair.reference, pair.entry
+            # The reference wrote its cases, was held while the entry ran, then timed.
+            assert (pair.ref_dir / CASES_DONE).is_file()
+            assert ref.exit.exit_code == 0 and entry.exit.exit_code == 0, entry.exit.logs
+            assert ref.exit.held_s > 0
+            assert ref.out.result is not None and entry.out.result is not None
+            shape = cases[0].shape.id
+            assert set(ref.out.result.timings) == {shape}
+            assert set(entry.out.result.timings) == {shape}
+            # The entry's correctness case ran on the reference's inputs (hard links).
+            assert entry.out.result.cases[cases[0].id].ok
+            assert (pair.ref_dir / ".entry-in" / f"{cases[0].id}.in").stat().st_nlink == 2
+            # Held time is neither container's own: walls leave it out.
+            assert entry.exit.wall_s >= 0 and ref.exit.wall_s >= 0
+    finally:
+        engine.reap(session)
+    left = engine.client.containers.list(all=True, filters={"label": f"grader.session={session}"})
+    assert left == []
+
