@@ -112,8 +112,9 @@ class DeviceProfile:
     """One torch.profiler session (CPU and CUDA activity) around every traced call of a
     process, each call marked by a record_function range that its Tracer opens.
 
-    Starting and stopping the profiler for each call cost 0.4-0.9 s a call on the H200
-    (2026-12-01: 5 s of a 13 s entry container); one session costs that once. A device
+    With one profiler per call, the traced calls took 5.0-5.5 s of a 13-16 s entry container
+    on the H200 (2026-12-01), nearly all of it the profiler's set-up, which a process pays
+    once (harness.main._prepare_cuda pays it while the entry waits for its job). A device
     kernel belongs to every call whose range holds its start: the caller synchronises inside
     the range, so each kernel a call launched runs inside it, and a range the entry opens
     under the same name can only add kernels to a call, never take them away.
