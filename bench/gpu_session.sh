@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a lent GPU host (see docs/benchmarks.md): start Docker, then run the named steps
-# in order; reports and logs go under $OUT.
+# in order; reports and logs come back packed in $OUT/session.tgz.
 #   bash bench/gpu_session.sh STEP...
 # Steps:
 #   calibrate        grader hardware calibrate -> $OUT/calibrated.toml
@@ -29,6 +29,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 # device tool brings back at most eight files.
 FINAL=${OUT:-/tmp/out}
 OUT=/tmp/session-out
+rm -rf "$OUT"  # a warm machine keeps the last call's files: pack only this call's
 mkdir -p "$OUT"
 trap 'tar -czf "$FINAL/session.tgz" -C "$OUT" .' EXIT
 PY=$(python3 -c 'import sys; print(sys.executable)')
