@@ -1,8 +1,8 @@
 """How one problem's cases are split into container runs, and the limits each run gets.
 
 Inputs cross between the containers as files (problem_run): the reference writes every case's
-inputs and outputs into a capped host tmpfs, the host copies the inputs into the entry's input
-folder, and the entry writes its outputs into a capped tmpfs of its own. At production shapes a
+inputs and outputs into a capped host tmpfs, the host links the inputs into the entry's input
+folder there, and the entry writes its outputs into a capped tmpfs of its own. At production shapes a
 problem's inputs reach tens of GiB (llm-inference's fused_moe: about 55 GiB over its cases,
 DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference filled its fixed
 4 GiB cap and attention_prefill's honest outputs filled the entry's fixed 256 MiB one). So:
@@ -12,7 +12,9 @@ DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference fil
   expression: what one call reads and writes) and from the host's free memory, with room to
   spare: the reference is trusted;
 - the entry's output cap is what the reference actually wrote as outputs for the same cases,
-  plus a little for its JSON: an honest entry fits, a flood still stops at the cap;
+  plus a little for its JSON (or, side by side with the reference, before it has written
+  anything: the counted bytes of inputs and outputs): an honest entry fits, a flood still
+  stops at the cap;
 - the memory limits grow by what the caps can hold (tmpfs pages are charged to the writer's
   memory cgroup) and, for the entry, by twice its largest input (a file is read, then copied to
   the device).
