@@ -2,8 +2,8 @@
 
 Inputs cross between the containers as files (problem_run): the reference writes every case's
 inputs and outputs into a capped host tmpfs, the host links the inputs into the entry's input
-folder there, and the entry writes its outputs into a capped tmpfs of its own. At production shapes a
-problem's inputs reach tens of GiB (llm-inference's fused_moe: about 55 GiB over its cases,
+folder there, and the entry writes its outputs into a capped tmpfs of its own. At production
+shapes a problem's inputs reach tens of GiB (llm-inference's fused_moe: about 55 GiB over its cases,
 DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference filled its fixed
 4 GiB cap and attention_prefill's honest outputs filled the entry's fixed 256 MiB one). So:
 - a problem is graded in batches of shapes whose inputs fit a budget (a shape larger than the
