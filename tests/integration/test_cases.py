@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.selftest import case_dirs, grade_case
+from grader.selftest import CaseResult, case_dirs, grade_case
 
 pytestmark = pytest.mark.docker
 GROUPS = ("grading", "fallback", "hostile")
@@ -26,5 +26,19 @@ def _cases() -> list[object]:
 @pytest.mark.parametrize("case", _cases())
 def test_case(case: Path, engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = grade_case(engine, case, tmp_path)
-    assert result.got == result.expected, result
+    assert result.got == result.expected, _why(result)
     assert result.leftovers == 0  # nothing of this run is left behind
+
+
+def _why(result: CaseResult) -> str:
+    """The problems whose verdicts differ, each shape's verdict and detail, and its stderr:
+    the whole CaseResult is too long for pytest to show (seen in CI: a one-off `incorrect`
+    whose cause the truncated message hid)."""
+    lines = [f"{result.case}: got {result.got}, expected {result.expected}"]
+    for p in result.report.problems:
+        if result.got.get(p.id) == result.expected.get(p.id):
+            continue
+        lines.append(f"{p.id}: {p.verdict} ({p.detail})")
+        lines += [f"  {s.id}: {s.verdict}: {s.detail}" for s in p.shapes]
+        lines.append(f"  stderr: {(p.stderr_excerpt or '')[-1500:]}")
+    return "\n".join(lines)
