@@ -60,13 +60,15 @@ def graded_problems(path: Path) -> list[ProblemResult]:
 
 
 def from_reports(graded: list[ProblemResult], column: str, problems: dict[str, Problem],
-                 profile: HardwareProfile, table: Table, notes: dict[str, set[str]]) -> None:
+                 profile: HardwareProfile, table: Table, notes: dict[str, set[str]],
+                 bare: set[tuple[str, str]]) -> None:
     """Fill `column` (and the reference column) from graded problems, in place of any bare
     figures for them; notes get the verdicts."""
     for pr in graded:
         cols = table.setdefault(pr.id, {c: {} for c in COLUMNS})
         for col in (column, "reference"):
-            if notes.pop(f"{pr.id}/{col}/bare", None) is not None:
+            if (pr.id, col) in bare:
+                bare.discard((pr.id, col))
                 cols[col].clear()
         for sr in pr.shapes:
             if sr.smoke:
@@ -79,8 +81,9 @@ def from_reports(graded: list[ProblemResult], column: str, problems: dict[str, P
 
 
 def from_bare(paths: list[Path], problems: dict[str, Problem], profile: HardwareProfile,
-              table: Table, notes: dict[str, set[str]]) -> None:
-    """Fill every column from bench/baseline_bare.py's results; notes get the failures."""
+              table: Table, notes: dict[str, set[str]], bare: set[tuple[str, str]]) -> None:
+    """Fill every column from bench/baseline_bare.py's results; notes get the failures, `bare`
+    the (problem, column) cells filled."""
     for path in paths:
         for row in json.loads(path.read_text())["shapes"]:
             cols = table.setdefault(row["problem"], {c: {} for c in COLUMNS})
@@ -89,19 +92,20 @@ def from_bare(paths: list[Path], problems: dict[str, Problem], profile: Hardware
                 if "median_us" in got:
                     cols[col][row["shape"]] = _fraction(problems[row["problem"]], row["shape"],
                                                         profile, got["median_us"])
-                    notes[f"{row['problem']}/{col}/bare"] = set()  # a marker, not a note
+                    bare.add((row["problem"], col))
                 if got.get("correct") is False or "error" in got:
                     notes.setdefault(row["problem"], set()).add(f"{col} failed on {row['shape']}")
 
 
 def render(table: Table, notes: dict[str, set[str]], problems: dict[str, Problem],
-           profile: HardwareProfile, mark_bare: bool = False) -> str:
+           profile: HardwareProfile, bare: set[tuple[str, str]]) -> str:
+    """`bare`: the (problem, column) cells to mark as still from the bare run."""
     def cell(pid: str, col: str) -> str:
         values = table[pid][col]
         if not values:
             return "–"
-        bare = " (bare)" if mark_bare and f"{pid}/{col}/bare" in notes else ""
-        return f"{statistics.median(values.values()):.3f}{bare}"
+        mark = " (bare)" if (pid, col) in bare else ""
+        return f"{statistics.median(values.values()):.3f}{mark}"
 
     lines = ["| problem | shapes | Triton solution | PyTorch entry | reference | notes |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -141,12 +145,13 @@ def main() -> None:
     profile = load_hardware(args.hardware)
     table: Table = {}
     notes: dict[str, set[str]] = {}
-    from_bare(args.bare, problems, profile, table, notes)
+    bare: set[tuple[str, str]] = set()
+    from_bare(args.bare, problems, profile, table, notes, bare)
     for column, paths in (("triton", args.solutions), ("torch", args.torch)):
         graded = [pr for path in paths for pr in graded_problems(path)]
-        from_reports(graded, column, problems, profile, table, notes)
-    print(render(table, notes, problems, profile,
-                 mark_bare=bool(args.bare and (args.solutions or args.torch))))
+        from_reports(graded, column, problems, profile, table, notes, bare)
+    mixed = bool(args.bare and (args.solutions or args.torch))
+    print(render(table, notes, problems, profile, bare if mixed else set()))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import statistics
 import sys
 import time
 import tomllib
@@ -91,11 +92,6 @@ def _flush_us() -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _median(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
-
-
 def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
             ) -> list[dict[str, Any]]:
     suite = REPO / "problem_bundles" / report["suite"]["id"]
@@ -116,7 +112,7 @@ def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
             kern.kernel(*inputs)  # compile and autotune outside every clock
             torch.cuda.synchronize()
             raw, _ = time_kernel(kern.kernel, sets, l2_flush_bytes=FLUSH_BYTES, budget_s=5.0)
-            bare = _median(raw["device_us"])
+            bare = statistics.median(raw["device_us"])
             ms = triton.testing.do_bench(lambda inputs=inputs, kern=kern: kern.kernel(*inputs),
                                          warmup=25, rep=200, return_mode="median")
             rows.append({"problem": p["id"], "shape": s["id"],
