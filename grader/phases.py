@@ -12,8 +12,8 @@ from grader.problem_run import ContainerRun
 # The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
 # Only these names: the entry writes that file.
 HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing"),
-                  "entry": ("prepare", "job_wait", "build", "load", "warm", "profile", "trace",
-                            "save", "timing")}
+                  "entry": ("prepare", "job_wait", "warm", "profile", "trace", "load", "save",
+                            "build", "timing")}
 
 
 def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:

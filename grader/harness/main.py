@@ -102,9 +102,10 @@ def _wait_for_job() -> dict[str, Any]:
 def _prepare_cuda() -> None:
     import torch
 
+    from .trace import DeviceProfile
+
     torch.cuda.init()
-    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=activities):
+    with DeviceProfile():  # a throwaway session: the profiler's set-up is paid once a process
         torch.ones(1, device="cuda").add_(1)
         torch.cuda.synchronize()
 
