@@ -68,17 +68,21 @@ def reference_limits(base: Limits, problem: Problem, shapes: list[Shape],
     undercounts inputs a call reads only in part: embedding's table, of which a call reads a
     few rows (1-2 GB a case; on the H200, 2026-12-01, a count-sized cap failed every case), or
     a paged cache's unused slots. The reference is trusted: the cap only guards the host."""
-    counted = sum(shape_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
+    counted = _summed(problem, shapes, cases_per_shape)
     output = max(base.output_bytes, 2 * counted + REFERENCE_SLACK, host_available // 2)
     return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output)
 
 
+def _summed(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
+    return sum(shape_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
+
+
 def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
-    """What a batch's cases read and write, by the problem's count (0: it has no count)."""
-    sizes = [shape_bytes(problem, s) for s in shapes]
-    if not all(sizes):
+    """What a batch's cases read and write, by the problem's count (0 unless every shape has
+    one)."""
+    if not all(shape_bytes(problem, s) for s in shapes):
         return 0
-    return sum(n * cases_per_shape.get(s.id, 0) for n, s in zip(sizes, shapes, strict=True))
+    return _summed(problem, shapes, cases_per_shape)
 
 
 def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],

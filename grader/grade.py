@@ -59,6 +59,16 @@ from grader.verdicts import Verdict, worst
 Progress = Callable[[str], None]
 
 
+def _unusable(ref: ContainerRun, shapes: list[Shape], cases: list[Case]
+              ) -> tuple[list[ShapeResult], str] | None:
+    """A batch's results when its reference run cannot be used (every shape infra_error), with
+    the logs to excerpt; None when it can."""
+    failure = reference_failure(ref, cases)
+    if failure is None:
+        return None
+    return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
+
+
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
     """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
     digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
@@ -196,13 +206,14 @@ class Grader:
             self.progress(f"{label}: reference and entry ({len(cases)} cases)")
             with run_pair(sandbox, image, kernel, cases, ref_limits, limits, problem) as pair:
                 if pair.entry is not None:
-                    return judge(pair.reference, pair.entry, limits)
+                    return (_unusable(pair.reference, shapes, cases)
+                            or judge(pair.reference, pair.entry, limits))
             self.progress(f"{label}: the reference failed beside the entry; again, one "
                           "after the other")
         self.progress(f"{label}: reference ({len(cases)} cases)")
         with run_reference(sandbox, image, cases, ref_limits, problem) as (ref, ref_dir):
-            if (failure := reference_failure(ref, cases)) is not None:
-                return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
+            if (unusable := _unusable(ref, shapes, cases)) is not None:
+                return unusable
             limits = batching.entry_limits(self.cfg.entry_limits, ref_dir, [c.id for c in cases])
             self.progress(f"{label}: entry")
             with run_entry(sandbox, image, kernel, cases, ref_dir, limits, problem) as entry:
@@ -214,9 +225,7 @@ class Grader:
                                    tuple[list[ShapeResult], str]]:
         def judge(ref: ContainerRun, entry: ContainerRun, limits: Limits
                   ) -> tuple[list[ShapeResult], str]:
-            if (failure := reference_failure(ref, cases)) is not None:
-                return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
-            assert ref.out.result is not None
+            assert ref.out.result is not None  # _unusable said so
             self.device_name = self.device_name or ref.out.result.device_name
             ready = entry.out.ready
             add(phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,

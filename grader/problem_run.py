@@ -181,7 +181,7 @@ def _deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: P
             dst = in_dir / f"{c.id}.in"
             try:
                 os.link(src, dst)
-            except OSError:  # another filesystem (an in_dir of its own): copy
+            except OSError:  # a filesystem that refuses hard links: copy
                 shutil.copyfile(src, dst)
             os.chmod(dst, 0o644)
     _write_job(in_dir, _entry_job(sb, cases, problem))
@@ -202,7 +202,7 @@ def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits,
 @contextmanager
 def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_out: Path,
               limits: Limits, problem: Problem | None = None) -> Iterator[ContainerRun]:
-    """Run the entry on the reference's inputs (copied in only once the entry is imported);
+    """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with capped_dir(limits.output_bytes) as out_dir:
         in_dir = _entry_in(ref_out)
