@@ -11,7 +11,7 @@
 #   fidelity:NAME:DIR[:P,..]  bench/fidelity.py over $OUT/report-NAME.json of entry DIR
 #                    (optionally only problems P,..; shapes of 20 µs and more, all of them for
 #                    examples/triton)
-#   tests            pytest --run-docker --run-gpu tests/gpu
+#   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
 #   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
 #                    its report named NAME (default: DIR's name and the problems)
 #   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
@@ -70,8 +70,9 @@ for step in "${steps[@]}"; do
                 for p in "${ps[@]}"; do fopts+=(--problem "$p"); done
                 python3 bench/fidelity.py "$OUT/report-$name.json" "$dir" --min-us $min "${fopts[@]}" \
                   --json "$OUT/fidelity-$name.json" 2>&1 | tee "$OUT/fidelity-$name.md" ;;
-    tests) python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu 2>&1 \
-             | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;
+    tests|tests:*) sel=(); [ "$step" != tests ] && sel=(-k "${step#tests:}")
+                   python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu \
+                     "${sel[@]}" 2>&1 | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;
     suite:*) IFS=: read -r _ dir only name <<<"$step"
              name=${name:-$(basename "$dir")${only:+-${only//,/-}}}
              opts=(); IFS=, read -ra ps <<<"$only"

@@ -30,23 +30,31 @@ class TensorFileError(ValueError):
     pass
 
 
+CHUNK = 64 << 20  # bytes moved between a device and a file at a time
+
+
 def save(path: Path, values: tuple[Any, ...] | list[Any]) -> None:
-    """Write `values` (tensors and JSON scalars, in order) to `path` atomically."""
+    """Write `values` (tensors and JSON scalars, in order) to `path` atomically.
+
+    A tensor goes to the file in chunks of CHUNK bytes, so that saving one on a device never
+    holds a host copy of it whole (inputs reach tens of gigabytes).
+    """
     header: dict[str, Any] = {}
-    blobs: list[bytes] = []
+    flats: list[torch.Tensor] = []
     args: list[dict[str, Any]] = []
     offset = 0
     for i, v in enumerate(values):
         if isinstance(v, torch.Tensor):
             if v.dtype not in CODES:
                 raise TensorFileError(f"value {i}: unsupported dtype {v.dtype}")
-            t = v.detach().to("cpu").contiguous()
-            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            t = v.detach().contiguous()
+            flat = t.reshape(-1).view(torch.uint8) if t.numel() else \
+                torch.empty(0, dtype=torch.uint8)
             name = f"t{i}"
             header[name] = {"dtype": CODES[t.dtype], "shape": list(t.shape),
-                            "data_offsets": [offset, offset + len(raw)]}
-            blobs.append(raw)
-            offset += len(raw)
+                            "data_offsets": [offset, offset + flat.numel()]}
+            flats.append(flat)
+            offset += flat.numel()
             args.append({"tensor": name})
         elif v is None or isinstance(v, (bool, int, float, str)):
             args.append({"value": v})
@@ -59,61 +67,91 @@ def save(path: Path, values: tuple[Any, ...] | list[Any]) -> None:
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(head)))
         f.write(head)
-        for b in blobs:
-            f.write(b)
+        for flat in flats:
+            for start in range(0, flat.numel(), CHUNK):
+                f.write(flat[start : start + CHUNK].cpu().numpy().data)
     os.replace(tmp, path)
 
 
 def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu") -> list[Any]:
-    """Read a file written by `save`, refusing anything malformed or larger than `max_bytes`."""
-    size = os.lstat(path).st_size
-    if max_bytes is not None and size > max_bytes:
-        raise TensorFileError(f"{path.name}: {size} bytes, over the limit of {max_bytes}")
+    """Read a file written by `save`, refusing anything malformed or larger than `max_bytes`.
+
+    Each tensor is read straight into its own buffer (on a device, through one host buffer of
+    CHUNK bytes), not through a copy of the whole file.
+    """
     with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW)) as f:
-        data = f.read()
-    if len(data) < 8:
-        raise TensorFileError(f"{path.name}: too short")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > MAX_HEADER or 8 + n > len(data):
-        raise TensorFileError(f"{path.name}: bad header length {n}")
-    try:
-        header = json.loads(data[8 : 8 + n])
-        args = json.loads(header.pop("__metadata__")["args"])
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        raise TensorFileError(f"{path.name}: bad header: {type(exc).__name__}") from None
-    if not isinstance(args, list) or not isinstance(header, dict):
-        raise TensorFileError(f"{path.name}: bad header: arguments are not a list")
-    body = memoryview(data)[8 + n :]
-    out: list[Any] = []
-    for a in args:
-        if not isinstance(a, dict) or len(a) != 1:
-            raise TensorFileError(f"{path.name}: bad argument entry")
-        if "value" in a:
-            if not (a["value"] is None or isinstance(a["value"], (bool, int, float, str))):
-                raise TensorFileError(f"{path.name}: bad scalar")
-            out.append(a["value"])
-            continue
-        out.append(_tensor(path.name, header.get(a.get("tensor")), body, device))
-    return out
+        size = os.fstat(f.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise TensorFileError(f"{path.name}: {size} bytes, over the limit of {max_bytes}")
+        if size < 8:
+            raise TensorFileError(f"{path.name}: too short")
+        (n,) = struct.unpack("<Q", f.read(8))
+        if n > MAX_HEADER or 8 + n > size:
+            raise TensorFileError(f"{path.name}: bad header length {n}")
+        try:
+            header = json.loads(f.read(n))
+            args = json.loads(header.pop("__metadata__")["args"])
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise TensorFileError(f"{path.name}: bad header: {type(exc).__name__}") from None
+        if not isinstance(args, list) or not isinstance(header, dict):
+            raise TensorFileError(f"{path.name}: bad header: arguments are not a list")
+        body = _Body(f, path.name, 8 + n, size - 8 - n, device)
+        out: list[Any] = []
+        for a in args:
+            if not isinstance(a, dict) or len(a) != 1:
+                raise TensorFileError(f"{path.name}: bad argument entry")
+            if "value" in a:
+                if not (a["value"] is None or isinstance(a["value"], (bool, int, float, str))):
+                    raise TensorFileError(f"{path.name}: bad scalar")
+                out.append(a["value"])
+                continue
+            out.append(body.tensor(header.get(a.get("tensor"))))
+        return out
 
 
-def _tensor(fname: str, meta: Any, body: memoryview, device: str) -> torch.Tensor:
-    if not isinstance(meta, dict):
-        raise TensorFileError(f"{fname}: bad tensor entry")
-    try:
-        dtype = DTYPES[meta["dtype"]]
-        shape = [int(d) for d in meta["shape"]]
-        start, end = (int(x) for x in meta["data_offsets"])
-    except (KeyError, TypeError, ValueError):
-        raise TensorFileError(f"{fname}: bad tensor entry {str(meta)[:100]}") from None
-    if any(d < 0 for d in shape) or not 0 <= start <= end <= len(body):
-        raise TensorFileError(f"{fname}: tensor offsets or shape out of range")
-    numel = 1
-    for d in shape:
-        numel *= d
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if numel * itemsize != end - start:
-        raise TensorFileError(f"{fname}: shape {shape} does not match {end - start} bytes")
-    raw = torch.frombuffer(bytearray(body[start:end]), dtype=torch.uint8) if end > start else \
-        torch.empty(0, dtype=torch.uint8)
-    return raw.view(dtype).reshape(shape).to(device)
+class _Body:
+    """The tensor bytes of an open file: `length` bytes from `base`."""
+
+    def __init__(self, f: Any, fname: str, base: int, length: int, device: str) -> None:
+        self.f, self.fname, self.base, self.length, self.device = f, fname, base, length, device
+        self.staging: torch.Tensor | None = None  # the host buffer of a load to a device
+
+    def tensor(self, meta: Any) -> torch.Tensor:
+        if not isinstance(meta, dict):
+            raise TensorFileError(f"{self.fname}: bad tensor entry")
+        try:
+            dtype = DTYPES[meta["dtype"]]
+            shape = [int(d) for d in meta["shape"]]
+            start, end = (int(x) for x in meta["data_offsets"])
+        except (KeyError, TypeError, ValueError):
+            raise TensorFileError(f"{self.fname}: bad tensor entry {str(meta)[:100]}") from None
+        if any(d < 0 for d in shape) or not 0 <= start <= end <= self.length:
+            raise TensorFileError(f"{self.fname}: tensor offsets or shape out of range")
+        numel = 1
+        for d in shape:
+            numel *= d
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if numel * itemsize != end - start:
+            raise TensorFileError(f"{self.fname}: shape {shape} does not match "
+                                  f"{end - start} bytes")
+        raw = torch.empty(end - start, dtype=torch.uint8, device=self.device)
+        self.f.seek(self.base + start)
+        if raw.device.type == "cpu":
+            self._read_into(raw)
+        else:
+            if self.staging is None:
+                self.staging = torch.empty(min(CHUNK, self.length), dtype=torch.uint8)
+            for at in range(0, raw.numel(), CHUNK):
+                piece = self.staging[: min(CHUNK, raw.numel() - at)]
+                self._read_into(piece)
+                raw[at : at + piece.numel()].copy_(piece)
+        return raw.view(dtype).reshape(shape)
+
+    def _read_into(self, buf: torch.Tensor) -> None:
+        view = memoryview(buf.numpy()).cast("B")
+        got = 0
+        while got < len(view):
+            k = self.f.readinto(view[got:])
+            if not k:
+                raise TensorFileError(f"{self.fname}: truncated")
+            got += k

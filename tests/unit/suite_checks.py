@@ -85,17 +85,24 @@ def assert_matched(results: dict[str, dict[str, Any]], key: str) -> None:
 
 
 def assert_seeded_inputs(bundle: ProblemBundle, prefix: str,
-                         seed_independent: frozenset[int] = frozenset()) -> None:
+                         seed_independent: frozenset[int] = frozenset(),
+                         device: str = "cpu") -> None:
     """On every smoke shape: the same seed gives the same inputs, another seed other ones
-    (but for the inputs listed in `seed_independent`), on the CPU, never all zeros, without
-    touching the global RNG; the reference's outputs have the problem's dtypes."""
+    (but for the inputs listed in `seed_independent`), on `device`, never all zeros, without
+    touching the global RNG (nor, on a GPU, the device's); the reference's outputs have the
+    problem's dtypes."""
     ref = load_module(bundle.directory / "reference.py", prefix)
+    on_gpu = device.startswith("cuda")
     for shape in (s for s in bundle.problem.shapes if s.smoke):
         state = torch.random.get_rng_state()
-        a = ref.make_inputs(1, "cpu", **shape.params)
-        b = ref.make_inputs(1, "cpu", **shape.params)
-        c = ref.make_inputs(2, "cpu", **shape.params)
+        gpu_state = torch.cuda.get_rng_state() if on_gpu else None
+        a = ref.make_inputs(1, device, **shape.params)
+        b = ref.make_inputs(1, device, **shape.params)
+        c = ref.make_inputs(2, device, **shape.params)
         assert torch.equal(state, torch.random.get_rng_state()), "make_inputs used the global RNG"
+        if gpu_state is not None:
+            assert torch.equal(gpu_state, torch.cuda.get_rng_state()), \
+                "make_inputs used the device's global RNG"
         assert any(isinstance(x, torch.Tensor) for x in a)
         for i, (x, y, z) in enumerate(zip(a, b, c, strict=True)):
             if not isinstance(x, torch.Tensor):
@@ -104,7 +111,7 @@ def assert_seeded_inputs(bundle: ProblemBundle, prefix: str,
             if x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
                 # torch's CPU equal/max have no fp8 kernels; fp8 -> fp32 is exact.
                 x, y, z = (t.to(torch.float32) for t in (x, y, z))
-            assert x.device.type == "cpu"
+            assert x.device.type == torch.device(device).type
             assert torch.equal(x, y), f"{shape.id} input {i}: same seed, different values"
             assert x.abs().max() > 0, f"{shape.id} input {i} is all zeros"
             if i not in seed_independent:

@@ -71,7 +71,7 @@ def _timing(us: float) -> Timing:
     return Timing(median_us=us, iqr_us=0.0, cv=0.0, samples=20, method="cuda-events")
 
 
-def hand_report(*, is_performance: bool = True, version: str = "0.1.0") -> Report:
+def hand_report(*, is_performance: bool = True, version: str = DEMO.info.version) -> Report:
     problems: dict[str, list[ShapeResult]] = {"vector_add": [], "rmsnorm": []}
     for pid, sid, phase, verdict, nbytes, s in ROWS:
         timing = _timing(nbytes / BW / s * 1e6) if nbytes else None

@@ -67,14 +67,19 @@ def make_inputs(
         raise ValueError(f"lengths {lengths} must be >= 1 and sum to T={T}")
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    order = torch.randperm(seqs, generator=gen).tolist()
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    order = torch.randperm(seqs, generator=gen, device=dev).tolist()
     packed = torch.tensor([lengths[i] for i in order], dtype=torch.int64)
     cu_seqlens = torch.cat([torch.zeros(1, dtype=torch.int64), packed.cumsum(0)])
-    tok_scale = torch.rand(T, 1, 1, generator=gen, dtype=torch.float32) * 0.5 + 0.75
-    q = torch.randn(T, heads, head_dim, generator=gen, dtype=torch.float32) * 1.6 * tok_scale
-    k = torch.randn(T, kv_heads, head_dim, generator=gen, dtype=torch.float32) * 1.6 * tok_scale
-    v = torch.randn(T, kv_heads, head_dim, generator=gen, dtype=torch.float32)
+    tok_scale = torch.rand(T, 1, 1, generator=gen, dtype=torch.float32, device=dev) * 0.5 + 0.75
+    q = torch.randn(T, heads, head_dim, generator=gen, dtype=torch.float32, device=dev)
+    q *= 1.6 * tok_scale
+    k = torch.randn(T, kv_heads, head_dim, generator=gen, dtype=torch.float32, device=dev)
+    k *= 1.6 * tok_scale
+    v = torch.randn(T, kv_heads, head_dim, generator=gen, dtype=torch.float32, device=dev)
     return (q.to(torch.bfloat16).to(device), k.to(torch.bfloat16).to(device),
             v.to(torch.bfloat16).to(device), cu_seqlens.to(torch.int32).to(device),
             max(lengths), head_dim ** -0.5)

@@ -33,22 +33,26 @@ def make_inputs(
     the description says (scale = amax / 448 per group or block), so the outputs are O(1)."""
     if K % BLOCK:
         raise ValueError(f"K must be a multiple of {BLOCK}, got {K}")
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
     G, NB = K // BLOCK, math.ceil(N / BLOCK)
 
-    token_scale = torch.rand(M, 1, generator=gen, dtype=torch.float32) * 1.5 + 0.5
-    x = torch.randn(M, K, generator=gen, dtype=torch.float32) * token_scale
-    outliers = torch.randperm(K, generator=gen)[: max(1, K // 512)]
+    token_scale = torch.rand(M, 1, generator=gen, dtype=torch.float32, device=dev) * 1.5 + 0.5
+    x = torch.randn(M, K, generator=gen, dtype=torch.float32, device=dev) * token_scale
+    outliers = torch.randperm(K, generator=gen, device=dev)[: max(1, K // 512)]
     x[:, outliers] *= 20.0
     xg = x.reshape(M, G, BLOCK)
     a_scale = torch.clamp(torch.amax(torch.abs(xg), dim=-1) / FP8_MAX, min=1e-12)  # [M, G]
     a = torch.clamp(xg / a_scale[..., None], -FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
 
-    gain = torch.exp(torch.empty(NB, G, dtype=torch.float32).uniform_(
+    gain = torch.exp(torch.empty(NB, G, dtype=torch.float32, device=dev).uniform_(
         math.log(0.25), math.log(2.0), generator=gen))
     # In place where it can be: the largest weights are about 1 GiB in fp32.
-    w = torch.zeros(NB * BLOCK, K, dtype=torch.float32)  # rows past N stay 0 (a partial block)
-    w[:N] = torch.randn(N, K, generator=gen, dtype=torch.float32)
+    # Rows past N stay 0 (a partial block).
+    w = torch.zeros(NB * BLOCK, K, dtype=torch.float32, device=dev)
+    w[:N] = torch.randn(N, K, generator=gen, dtype=torch.float32, device=dev)
     wb = w.view(NB, BLOCK, G, BLOCK)
     wb.mul_(gain[:, None, :, None] / math.sqrt(K))
     b_scale = torch.clamp(torch.amax(torch.abs(wb), dim=(1, 3)) / FP8_MAX, min=1e-12)  # [NB, G]

@@ -20,10 +20,13 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """A residual stream with a per-token scale, a smaller sub-layer output to add to it, and a
     learnt weight near 1; eps is passed through as a Python float."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    scale = torch.rand(tokens, 1, generator=gen, dtype=torch.float32) * 3.5 + 0.5
-    residual = torch.randn(tokens, hidden, generator=gen, dtype=torch.float32) * scale
-    x = torch.randn(tokens, hidden, generator=gen, dtype=torch.float32) * (0.5 * scale)
-    w = 1.0 + 0.1 * torch.randn(hidden, generator=gen, dtype=torch.float32)
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    scale = torch.rand(tokens, 1, generator=gen, dtype=torch.float32, device=dev) * 3.5 + 0.5
+    residual = torch.randn(tokens, hidden, generator=gen, dtype=torch.float32, device=dev) * scale
+    x = torch.randn(tokens, hidden, generator=gen, dtype=torch.float32, device=dev) * (0.5 * scale)
+    w = 1.0 + 0.1 * torch.randn(hidden, generator=gen, dtype=torch.float32, device=dev)
     return (x.to(torch.bfloat16).to(device), residual.to(torch.bfloat16).to(device),
             w.to(torch.bfloat16).to(device), float(eps))

@@ -76,12 +76,18 @@ def make_inputs(
     gen = torch.Generator(device="cpu").manual_seed(seed)
     ids, scores = _routing(gen, T, E, k)
     topk_weights = torch.softmax(torch.gather(scores, 1, ids), dim=-1)
-    scale = torch.rand(T, 1, generator=gen, dtype=torch.float32) * 1.5 + 0.5
-    x = (torch.randn(T, H, generator=gen, dtype=torch.float32) * scale).to(torch.bfloat16)
-    w1 = torch.empty(E, 2 * inter, H, dtype=torch.bfloat16)
-    w2 = torch.empty(E, H, inter, dtype=torch.bfloat16)
+    # The bulk is drawn where the case runs (gigabytes take milliseconds on a GPU, tens of
+    # seconds on a CPU), from a stream of its own; the routing above is drawn on the CPU, the
+    # same on every device.
+    dev = device if device.startswith("cuda") else "cpu"
+    bulk = torch.Generator(device=dev).manual_seed(seed + (1 << 32))
+    f32 = {"generator": bulk, "dtype": torch.float32, "device": dev}
+    scale = torch.rand(T, 1, **f32) * 1.5 + 0.5
+    x = (torch.randn(T, H, **f32) * scale).to(torch.bfloat16)
+    w1 = torch.empty(E, 2 * inter, H, dtype=torch.bfloat16, device=dev)
+    w2 = torch.empty(E, H, inter, dtype=torch.bfloat16, device=dev)
     for e in range(E):  # expert by expert: no fp32 copy of all the weights at once
-        w1[e] = (torch.randn(2 * inter, H, generator=gen) * H**-0.5).to(torch.bfloat16)
-        w2[e] = (torch.randn(H, inter, generator=gen) * inter**-0.5).to(torch.bfloat16)
+        w1[e] = (torch.randn(2 * inter, H, **f32) * H**-0.5).to(torch.bfloat16)
+        w2[e] = (torch.randn(H, inter, **f32) * inter**-0.5).to(torch.bfloat16)
     return (x.to(device), w1.to(device), w2.to(device), topk_weights.to(device),
             ids.to(torch.int32).to(device))

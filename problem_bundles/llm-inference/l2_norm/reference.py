@@ -17,7 +17,11 @@ def make_inputs(
 ) -> tuple[torch.Tensor, float]:
     """N(0, 1) values with a per-(token, head) scale in [0.25, 3] (the conv + SiLU outputs that
     Qwen3-Next normalises); eps is passed through as a Python float."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    scale = torch.rand(tokens, heads, 1, generator=gen, dtype=torch.float32) * 2.75 + 0.25
-    x = torch.randn(tokens, heads, head_dim, generator=gen, dtype=torch.float32) * scale
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    scale = torch.rand(tokens, heads, 1, generator=gen, dtype=torch.float32, device=dev)
+    scale = scale * 2.75 + 0.25
+    x = torch.randn(tokens, heads, head_dim, generator=gen, dtype=torch.float32, device=dev) * scale
     return x.to(torch.bfloat16).to(device), float(eps)

@@ -20,13 +20,16 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """Activations with a per-token scale and shift and a few outlier channels; a learnt weight
     near 1 and a small bias; eps is passed through as a Python float."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    scale = torch.rand(tokens, 1, generator=gen, dtype=torch.float32) * 3.5 + 0.5
-    shift = torch.randn(tokens, 1, generator=gen, dtype=torch.float32)
-    x = torch.randn(tokens, hidden, generator=gen, dtype=torch.float32) * scale + shift
-    outliers = torch.randperm(hidden, generator=gen)[: max(1, hidden // 256)]
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    scale = torch.rand(tokens, 1, generator=gen, dtype=torch.float32, device=dev) * 3.5 + 0.5
+    shift = torch.randn(tokens, 1, generator=gen, dtype=torch.float32, device=dev)
+    x = torch.randn(tokens, hidden, generator=gen, dtype=torch.float32, device=dev) * scale + shift
+    outliers = torch.randperm(hidden, generator=gen, device=dev)[: max(1, hidden // 256)]
     x[:, outliers] *= 8.0
-    w = 1.0 + 0.1 * torch.randn(hidden, generator=gen, dtype=torch.float32)
-    b = 0.05 * torch.randn(hidden, generator=gen, dtype=torch.float32)
+    w = 1.0 + 0.1 * torch.randn(hidden, generator=gen, dtype=torch.float32, device=dev)
+    b = 0.05 * torch.randn(hidden, generator=gen, dtype=torch.float32, device=dev)
     bf16 = torch.bfloat16
     return x.to(bf16).to(device), w.to(bf16).to(device), b.to(bf16).to(device), float(eps)

@@ -90,13 +90,19 @@ def make_inputs(
         block_tables[b, :n] = torch.tensor(free[:n], dtype=torch.int32)
         free = free[n:]
     cache_shape = (sum(n_blocks) + 1, block_size, kv_heads, head_dim)
-    q_scale = torch.rand(B, 1, 1, generator=gen, dtype=torch.float32) * 0.5 + 0.75
-    q = torch.randn(B, heads, head_dim, generator=gen, dtype=torch.float32) * 1.6 * q_scale
+    # The bulk is drawn where the case runs (gigabytes take milliseconds on a GPU, tens of
+    # seconds on a CPU), from a stream of its own; the layout above is drawn on the CPU, the
+    # same on every device.
+    dev = device if device.startswith("cuda") else "cpu"
+    bulk = torch.Generator(device=dev).manual_seed(seed + (1 << 32))
+    f32 = {"generator": bulk, "dtype": torch.float32, "device": dev}
+    q_scale = torch.rand(B, 1, 1, **f32) * 0.5 + 0.75
+    q = torch.randn(B, heads, head_dim, **f32) * 1.6 * q_scale
     # The caches are drawn in bfloat16 directly (they reach gigabytes): a scaled bf16 draw.
-    k_scale = torch.rand(*cache_shape[:2], 1, 1, generator=gen, dtype=torch.float32) * 0.5 + 0.75
-    key_cache = torch.randn(cache_shape, generator=gen, dtype=torch.bfloat16)
+    k_scale = torch.rand(*cache_shape[:2], 1, 1, **f32) * 0.5 + 0.75
+    key_cache = torch.randn(cache_shape, generator=bulk, dtype=torch.bfloat16, device=dev)
     key_cache *= (1.6 * k_scale).to(torch.bfloat16)
-    value_cache = torch.randn(cache_shape, generator=gen, dtype=torch.bfloat16)
+    value_cache = torch.randn(cache_shape, generator=bulk, dtype=torch.bfloat16, device=dev)
     return (q.to(torch.bfloat16).to(device), key_cache.to(device), value_cache.to(device),
             block_tables.to(device), torch.tensor(lengths, dtype=torch.int32).to(device),
             head_dim ** -0.5)

@@ -68,10 +68,16 @@ def make_inputs(
     slots = _slots(gen, tokens=T - pad, seqs=seqs, num_blocks=num_blocks,
                    block_size=block_size)
     slot_mapping = torch.cat([slots, torch.full((pad,), -1)]).to(torch.int64)
-    key = torch.randn(T, kv_heads, head_dim, generator=gen, dtype=torch.bfloat16)
-    value = torch.randn(T, kv_heads, head_dim, generator=gen, dtype=torch.bfloat16)
+    # The bulk is drawn where the case runs (gigabytes take milliseconds on a GPU, tens of
+    # seconds on a CPU), from a stream of its own; the layout above is drawn on the CPU, the
+    # same on every device.
+    dev = device if device.startswith("cuda") else "cpu"
+    bulk = torch.Generator(device=dev).manual_seed(seed + (1 << 32))
+    bf16 = {"generator": bulk, "dtype": torch.bfloat16, "device": dev}
+    key = torch.randn(T, kv_heads, head_dim, **bf16)
+    value = torch.randn(T, kv_heads, head_dim, **bf16)
     cache_shape = (num_blocks, block_size, kv_heads, head_dim)
-    key_cache = torch.randn(cache_shape, generator=gen, dtype=torch.bfloat16)
-    value_cache = torch.randn(cache_shape, generator=gen, dtype=torch.bfloat16)
+    key_cache = torch.randn(cache_shape, **bf16)
+    value_cache = torch.randn(cache_shape, **bf16)
     return (key.to(device), value.to(device), key_cache.to(device), value_cache.to(device),
             slot_mapping.to(device))

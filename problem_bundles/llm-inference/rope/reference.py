@@ -27,11 +27,17 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """q and k as projection outputs (about N(0, 1), per-token scale), positions uniform in
     [0, max_position), and the model's rotary frequencies theta ** (-2i/head_dim) in fp32."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    scale = torch.rand(tokens, 1, 1, generator=gen, dtype=torch.float32) * 1.5 + 0.5
-    query = torch.randn(tokens, heads, head_dim, generator=gen, dtype=torch.float32) * scale
-    key = torch.randn(tokens, kv_heads, head_dim, generator=gen, dtype=torch.float32) * scale
-    positions = torch.randint(0, max_position, (tokens,), generator=gen, dtype=torch.int64)
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    scale = torch.rand(tokens, 1, 1, generator=gen, dtype=torch.float32, device=dev) * 1.5 + 0.5
+    query = torch.randn(tokens, heads, head_dim, generator=gen, dtype=torch.float32, device=dev)
+    key = torch.randn(tokens, kv_heads, head_dim, generator=gen, dtype=torch.float32, device=dev)
+    query *= scale
+    key *= scale
+    positions = torch.randint(0, max_position, (tokens,), generator=gen, dtype=torch.int64,
+                              device=dev)
     exponent = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
     inv_freq = (1.0 / (float(theta) ** exponent)).to(torch.float32)
     return (query.to(torch.bfloat16).to(device), key.to(torch.bfloat16).to(device),

@@ -14,10 +14,13 @@ def reference(x: torch.Tensor) -> torch.Tensor:
 def make_inputs(seed: int, device: str, *, tokens: int, vocab: int) -> tuple[torch.Tensor]:
     """Logits with a per-token spread (sigma in [1, 4]) and, per token, four candidate tokens
     raised by 8-16: from near-flat rows to confident ones."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    sigma = torch.rand(tokens, 1, generator=gen, dtype=torch.float32) * 3.0 + 1.0
-    x = torch.randn(tokens, vocab, generator=gen, dtype=torch.float32) * sigma
-    peaks = torch.randint(0, vocab, (tokens, 4), generator=gen)
-    boost = torch.rand(tokens, 4, generator=gen, dtype=torch.float32) * 8.0 + 8.0
+    # Drawn where the case runs: gigabytes take milliseconds on a GPU, tens of seconds on
+    # a CPU (the same seed gives the same inputs on the same kind of device).
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    sigma = torch.rand(tokens, 1, generator=gen, dtype=torch.float32, device=dev) * 3.0 + 1.0
+    x = torch.randn(tokens, vocab, generator=gen, dtype=torch.float32, device=dev) * sigma
+    peaks = torch.randint(0, vocab, (tokens, 4), generator=gen, device=dev)
+    boost = torch.rand(tokens, 4, generator=gen, dtype=torch.float32, device=dev) * 8.0 + 8.0
     x.scatter_add_(1, peaks, boost)
     return (x.to(torch.bfloat16).to(device),)

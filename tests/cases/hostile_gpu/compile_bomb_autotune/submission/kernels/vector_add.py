@@ -2,22 +2,13 @@ import torch
 import triton
 import triton.language as tl
 
+
+# Every config is valid and distinct (PAD is an unused constexpr: each value is its own
+# specialisation, compiled and benchmarked anew), so the first call compiles 4000 kernels.
+@triton.autotune(configs=[triton.Config({"BLOCK": 64, "PAD": i}, num_warps=4)
+                          for i in range(4000)], key=["n"])
 @triton.jit
-def add_k(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
-
-
-def _add(x, y):
-    o = torch.empty_like(x)
-    add_k[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
-    return o
-
-@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=w % 8 + 1, num_stages=s)
-                          for w in range(40) for s in range(100)], key=["n"])
-@triton.jit
-def tuned_add(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+def tuned_add(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr, PAD: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
