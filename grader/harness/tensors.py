@@ -148,7 +148,7 @@ class _Body:
         return raw.view(dtype).reshape(shape)
 
     def _read_into(self, buf: torch.Tensor) -> None:
-        view = memoryview(buf.numpy()).cast("B")
+        view = buf.numpy().data.cast("B")
         got = 0
         while got < len(view):
             k = self.f.readinto(view[got:])
