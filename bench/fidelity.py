@@ -14,7 +14,10 @@ row per timed shape:
   wait between calls: when that host work outlasts the flush and the kernel on the device, the
   GPU waits for the launch and do_bench times it (its excess over "bare", the last column);
 - profiler: the device time per call that torch.profiler records for the kernels (warm L2:
-  inputs re-read from the cache when they fit).
+  inputs re-read from the cache when they fit);
+- sustained: device time per call of calls back to back for about do_bench's 200 ms (no
+  flush, no wait), the later half's median: if the GPU lowers its clocks under a sustained
+  load, this and do_bench show it and the grader's loop, which waits after every call, does not.
 Then the ratios grader/do_bench and grader/bare, do_bench's excess over the bare loop, and
 do_bench's flush time, measured here.
 Results: docs/benchmarks.md.
@@ -78,6 +81,25 @@ def _launch_us(fn: Any, inputs: tuple[Any, ...], calls: int = 50) -> float:
     return host * 1e6
 
 
+def _sustained_us(fn: Any, inputs: tuple[Any, ...], per_call_us: float,
+                  seconds: float = 0.2) -> float:
+    """Device µs per call of back-to-back calls for about `seconds`, in batches of about 5 ms
+    between CUDA events; the median of the later half of the batches."""
+    k = max(1, round(5000 / max(per_call_us, 1.0)))
+    batches = max(4, round(seconds * 1e6 / (k * max(per_call_us, 1.0))))
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(batches + 1)]
+    fn(*inputs)
+    torch.cuda.synchronize()
+    events[0].record()
+    for b in range(batches):
+        for _ in range(k):
+            fn(*inputs)
+        events[b + 1].record()
+    torch.cuda.synchronize()
+    per_call = [events[b].elapsed_time(events[b + 1]) * 1000 / k for b in range(batches)]
+    return statistics.median(per_call[batches // 2 :])
+
+
 def _flush_us() -> float:
     """do_bench's L2 flush (zeroing 256 MiB) on this GPU, by CUDA events."""
     cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
@@ -118,7 +140,8 @@ def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
             rows.append({"problem": p["id"], "shape": s["id"],
                          "grader_us": s["timing"]["median_us"], "bare_us": bare,
                          "do_bench_us": ms * 1000, "launch_us": _launch_us(kern.kernel, inputs),
-                         "profiler_us": _profiled_us(kern.kernel, inputs)})
+                         "profiler_us": _profiled_us(kern.kernel, inputs),
+                         "sustained_us": _sustained_us(kern.kernel, inputs, bare)})
             del sets, inputs
             torch.cuda.empty_cache()
     return rows
@@ -138,11 +161,12 @@ def main() -> None:
     rows = measure(report, args.entry, args.min_us, args.problem)
     print(f"{torch.cuda.get_device_name()}; do_bench's L2 flush (zero 256 MiB): {flush:.1f} us")
     print("| problem | shape | grader µs | bare µs | do_bench µs | launch µs | profiler µs | "
-          "grader/do_bench | grader/bare | do_bench - bare µs |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "sustained µs | grader/do_bench | grader/bare | do_bench - bare µs |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['problem']} | {r['shape']} | {r['grader_us']:.2f} | {r['bare_us']:.2f} | "
               f"{r['do_bench_us']:.2f} | {r['launch_us']:.1f} | {r['profiler_us']:.2f} | "
+              f"{r['sustained_us']:.2f} | "
               f"{r['grader_us'] / r['do_bench_us']:.3f} | {r['grader_us'] / r['bare_us']:.3f} | "
               f"{r['do_bench_us'] - r['bare_us']:.1f} |")
     if args.json:

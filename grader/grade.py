@@ -206,8 +206,11 @@ class Grader:
             self.progress(f"{label}: reference and entry ({len(cases)} cases)")
             with run_pair(sandbox, image, kernel, cases, ref_limits, limits, problem) as pair:
                 if pair.entry is not None:
+                    if pair.entry_limits is not limits:
+                        self.progress(f"{label}: outputs larger than the problem counts; the "
+                                      "entry ran again after the reference, with caps to fit")
                     return (_unusable(pair.reference, shapes, cases)
-                            or judge(pair.reference, pair.entry, limits))
+                            or judge(pair.reference, pair.entry, pair.entry_limits))
             self.progress(f"{label}: the reference failed beside the entry; again, one "
                           "after the other")
         self.progress(f"{label}: reference ({len(cases)} cases)")

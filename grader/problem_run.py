@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import batching
 from grader.evidence import OutDir, read_out_dir, read_result
 from grader.formats.problem import Problem, Shape
 from grader.harness.main import CASES_DONE
@@ -167,7 +168,7 @@ def _entry_in(ref_out: Path) -> Path:
     less of each, and no second place to hold them). The entry's container sees only this
     folder, read-only; the reference's sees it too, owned by root, and cannot write there."""
     path = ref_out / ".entry-in"
-    path.mkdir(mode=0o755)
+    path.mkdir(mode=0o755, exist_ok=True)  # exists: run_pair's entry outgrew its caps
     os.chmod(path, 0o755)
     return path
 
@@ -227,6 +228,7 @@ class Pair:
     # was stopped; grade the batch again one container after the other (an entry must not
     # escape its verdict by making the reference fail, with a GPU memory bomb at import say).
     entry: ContainerRun | None
+    entry_limits: Limits  # what the entry ran under (run_pair may have had to raise them)
 
 
 @contextmanager
@@ -237,7 +239,14 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
     inputs and expected outputs. The entry's job is delivered once both are done; on a GPU
     the reference holds its timed loop until the entry's container has exited, so that no
     entry code shares the GPU with it. Time either container spends held by the other is
-    not counted against its wall-clock limit (RunningContainer.extend)."""
+    not counted against its wall-clock limit (RunningContainer.extend).
+
+    `entry_limits` come from the problem's count of bytes (batching.entry_limits_from_count),
+    before any output exists. A problem whose outputs the count leaves out (reshape_and_cache
+    returns whole copies of its caches, the count has the slots written: on the H200,
+    2026-12-01, its honest entry filled the cap) is caught once the reference has written
+    them: the entry's container is stopped before its job, and the entry runs again once the
+    reference has exited, under the limits its outputs call for (batching.entry_limits)."""
     hold = sb.timing is not None
     with contextlib.ExitStack() as stack:
         ref_in = stack.enter_context(_in_dir())
@@ -253,6 +262,7 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
         ref_exit: ExitState | None = None
         ent_exit: ExitState | None = None
         cases_ok: bool | None = None
+        outgrown: Limits | None = None  # the entry's limits, once they prove too small
         delivered = released = False
         tick = time.monotonic()
         while ref_exit is None or ent_exit is None:
@@ -268,10 +278,16 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
                     ent.kill()
                 yield Pair(reference=ContainerRun(exit=ref_exit or ref.wait(wall_s=0.0),
                                                   out=read_out_dir(ref_out)),
-                           ref_dir=ref_out, entry=None)
+                           ref_dir=ref_out, entry=None, entry_limits=entry_limits)
                 return
+            if cases_ok and not delivered and outgrown is None:
+                needed = batching.entry_limits(entry_limits, ref_out, [c.id for c in cases])
+                if needed.output_bytes > entry_limits.output_bytes:
+                    outgrown = needed
+                    if ent_exit is None:
+                        ent.kill()
             ready = (ent_out / "ready.json").exists()
-            if not delivered and ready and ent_exit is None:
+            if not delivered and ready and ent_exit is None and outgrown is None:
                 if cases_ok:
                     delivered = True
                     _deliver(sb, cases, problem, ref_out, ent_in)
@@ -284,8 +300,15 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
                 elif ref_exit is None:
                     ref.extend(step)  # cases done, waiting for the entry to exit
             time.sleep(POLL_S)
-        yield Pair(reference=ContainerRun(exit=ref_exit, out=read_out_dir(ref_out)),
-                   ref_dir=ref_out, entry=ContainerRun(exit=ent_exit, out=read_out_dir(ent_out)))
+        reference = ContainerRun(exit=ref_exit, out=read_out_dir(ref_out))
+        if outgrown is not None:
+            with run_entry(sb, image, kernel_file, cases, ref_out, outgrown, problem) as entry:
+                yield Pair(reference=reference, ref_dir=ref_out, entry=entry,
+                           entry_limits=outgrown)
+            return
+        yield Pair(reference=reference, ref_dir=ref_out,
+                   entry=ContainerRun(exit=ent_exit, out=read_out_dir(ent_out)),
+                   entry_limits=entry_limits)
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:

@@ -65,3 +65,33 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
     left = engine.client.containers.list(all=True, filters={"label": f"grader.session={session}"})
     assert left == []
 
+
+
+def test_entry_whose_outputs_outgrow_the_counted_cap_runs_again_after(engine, runtime  # type: ignore[no-untyped-def]
+                                                                      ) -> None:
+    """Caps from the problem's count, too small for the outputs the reference then writes
+    (as reshape_and_cache's were): the entry is stopped before its job and graded once the
+    reference has exited, under caps sized from those outputs."""
+    cases, bundle = _cases()
+    image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
+    session = f"test-{uuid.uuid4().hex[:8]}"
+    sb = Sandbox(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
+                 timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
+    small = Limits(wall_s=120.0, output_bytes=8 << 10)  # below one case's 16 KiB of outputs
+    try:
+        with run_pair(sb, image.tag, KERNEL, cases, Limits(wall_s=120.0, memory_bytes=4 << 30),
+                      small, bundle.problem) as pair:
+            assert pair.entry is not None
+            assert pair.entry_limits.output_bytes > (pair.ref_dir / f"{cases[0].id}.ref"
+                                                     ).stat().st_size
+            assert pair.entry_limits.memory_bytes > small.memory_bytes
+            assert pair.entry.exit.exit_code == 0, pair.entry.exit.logs
+            assert pair.entry.out.result is not None
+            assert pair.entry.out.result.cases[cases[0].id].ok
+            assert pair.reference.out.result is not None
+            # The reference was released by the first entry's stop, not held to the second's.
+            assert set(pair.reference.out.result.timings) == {cases[0].shape.id}
+    finally:
+        engine.reap(session)
+    assert engine.client.containers.list(all=True,
+                                         filters={"label": f"grader.session={session}"}) == []
