@@ -334,10 +334,12 @@ def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ign
     suites = tmp_path / "suites"
     shutil.copytree(REPO / "problem_bundles" / "demo", suites / "demo")
     ref = suites / "demo" / "vector_add" / "reference.py"
-    ref.write_text(ref.read_text().replace(
-        '    gen = torch.Generator(device="cpu").manual_seed(seed)\n',
-        '    import sys, time\n    print("fault-drill: reference", file=sys.stderr, flush=True)\n'
-        '    time.sleep(3)\n    gen = torch.Generator(device="cpu").manual_seed(seed)\n', 1))
+    source, anchor = ref.read_text(), "    gen = torch.Generator(device=dev).manual_seed(seed)\n"
+    assert anchor in source  # the drill's hook: make_inputs's first draw
+    drill = ('    import sys, time\n'
+             '    print("fault-drill: reference", file=sys.stderr, flush=True)\n'
+             '    time.sleep(3)\n')
+    ref.write_text(source.replace(anchor, drill + anchor, 1))
     cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", suite_roots=(suites,),
                     problems=("vector_add",))
     lines: list[str] = []
