@@ -66,7 +66,9 @@ def from_reports(graded: list[ProblemResult], column: str, problems: dict[str, P
     figures for them; notes get the verdicts."""
     for pr in graded:
         cols = table.setdefault(pr.id, {c: {} for c in COLUMNS})
-        for col in (column, "reference"):
+        for col in (column, "reference"):  # graded figures replace the bare run's, failures too
+            notes[pr.id] = {n for n in notes.get(pr.id, set())
+                            if not n.startswith(f"{col} failed on ")}
             if (pr.id, col) in bare:
                 bare.discard((pr.id, col))
                 cols[col].clear()

@@ -88,13 +88,26 @@ def test_graded_figures_replace_bare_ones_and_checkpoints_count(tmp_path: Path) 
     assert rows["silu_and_mul"][1:4] == ["0.500", "0.086 (bare)", "0.200"]
     assert "triton passed" in rows["silu_and_mul"][4]
     assert rows["rms_norm"][1].endswith("(bare)")
+    # A column the bare run failed on and a grading then measured: the failure note goes too.
+    failed = tmp_path / "bare-failed.json"
+    failed.write_text(json.dumps({"shapes": [
+        {"problem": "silu_and_mul", "shape": shape.id, "phase": shape.phase,
+         "triton": {"error": "CompilationError"}, "torch": {"median_us": t_us * 4},
+         "reference": {"median_us": t_us * 8}}]}))
+    row = _rows(_table("--bare", str(failed), "--solutions", str(ckpt)))["silu_and_mul"]
+    assert row[1:4] == ["0.500", "0.250 (bare)", "0.200"] and row[4] == "triton passed"
 
 
 def test_docs_graded_table_is_the_scripts_output() -> None:
-    data = REPO / "docs" / "data" / "h200-2026-12-01"
-    ours = _rows(_table("--bare", str(DATA), "--solutions", str(data / "llm-solutions-checkpoint"),
-                        "--torch", str(data / "report-llm-inference-torch.json")))
+    third = REPO / "docs" / "data" / "h200-2026-12-01"
+    fourth = REPO / "docs" / "data" / "h200-2026-12-01-session4"
+    ours = _rows(_table("--bare", str(DATA),
+                        "--solutions", str(fourth / "llm-solutions-checkpoint"),
+                        str(fourth / "report-llm-solutions-2.json"),
+                        "--torch", str(third / "report-llm-inference-torch.json"),
+                        str(fourth / "report-llm-torch.json"),
+                        str(fourth / "report-llm-torch-softmax.json")))
     doc = (REPO / "docs" / "llm-inference.md").read_text()
     section = doc[doc.index("## Graded in containers on the H200"):]
-    documented = _rows(section[: section.index("Where both exist")])
+    documented = _rows(section[: section.index("What it says")])
     assert documented == ours
