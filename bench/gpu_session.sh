@@ -21,7 +21,10 @@
 #                    cheap grading first proves the rest of the call worth its device time)
 # With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
 # GRADE_OPTS: more `grader run` options for every grading (e.g. "--shapes scored");
-# GRADE_LIMIT_S: seconds one grading may take (default 3000).
+# GRADE_LIMIT_S: seconds one grading may take (default 3000); CALL_LIMIT_S: seconds the whole
+# call may take (default 570, under the device tool's 600 s): a grading gets at most what is
+# left of it less 20 s, so that it is cut by its own limit and leaves its checkpoint to pack
+# (a grading killed with the call leaves nothing: lost once, 2026-12-01).
 set -uo pipefail
 bash .device/start-dockerd.sh
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -42,7 +45,10 @@ grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
   python3 -m grader bundle create "$dir" -o "/tmp/$name.tar" >/dev/null
   # GRADE_LIMIT_S bounds one grading, so that the call ends (and packs $OUT) inside the device
   # tool's limit; a grading cut short leaves its checkpoint (the problems it finished).
-  /usr/bin/time -f "$name wall %e s" timeout "${GRADE_LIMIT_S:-3000}" python3 -m grader run \
+  local limit=${GRADE_LIMIT_S:-3000} left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 20 ))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 30 ]; then echo "$name: skipped, ${left} s left of the call"; return; fi
+  /usr/bin/time -f "$name wall %e s" timeout "$limit" python3 -m grader run \
     "/tmp/$name.tar" --device cuda --runtime host --python "$PY" -o "/tmp/rep-$name" \
     --format json,md -q ${GRADE_OPTS:-} "$@" 2>&1 | tail -n 3
   cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json" 2>/dev/null \
