@@ -73,12 +73,23 @@ def make_inputs(
     target = torch.rand(B, generator=gen, dtype=torch.float64) * 0.68 + 0.3
     frac = torch.rand(B, generator=gen, dtype=torch.float64) * 0.5 + 0.25
     top_p = torch.ones(B, dtype=f32)
-    for b in torch.nonzero((kind == 0) | (kind == 2)).flatten().tolist():
-        vals = torch.sort(logits[b].to(torch.float64), descending=True).values[: int(top_k[b])]
-        probs = torch.softmax(vals, dim=0)
-        cum = torch.cumsum(probs, dim=0)
-        last = int(torch.searchsorted(cum, target[b]).clamp(max=len(cum) - 1))
-        last = min(last, max(0, int((probs >= _MIN_BOUNDARY_PROB).sum()) - 1))
-        before = float(cum[last - 1]) if last > 0 else 0.0
-        top_p[b] = before + float(frac[b]) * float(probs[last])
+    rows = torch.nonzero((kind == 0) | (kind == 2)).flatten()
+    if rows.numel():  # all rows with a top-p at once: one sort, no per-row loop
+        # Sorted in fp32 (the logits are exact there), the masses in float64; past a row's
+        # top_k the probabilities are 0 and its cumulative mass stays flat.
+        vals = torch.sort(logits[rows], dim=-1, descending=True).values.to(torch.float64)
+        k = top_k[rows].to(torch.int64)
+        in_k = torch.arange(V) < k.unsqueeze(-1)
+        probs = torch.softmax(vals.masked_fill(~in_k, -torch.inf), dim=-1)
+        cum = torch.cumsum(probs, dim=-1)
+        # The token that closes the nucleus: the first whose cumulative mass reaches the
+        # target, within the top_k and among the tokens of probability >= _MIN_BOUNDARY_PROB
+        # (the top token has it: its mass is at least 5%).
+        last = torch.searchsorted(cum, target[rows].unsqueeze(-1)).squeeze(-1)
+        last = torch.minimum(last, k - 1)
+        last = torch.minimum(last, ((probs >= _MIN_BOUNDARY_PROB).sum(-1) - 1).clamp(min=0))
+        before = torch.where(last > 0, cum.gather(-1, (last - 1).clamp(min=0).unsqueeze(-1))
+                             .squeeze(-1), 0.0)
+        top_p[rows] = (before + frac[rows] * probs.gather(-1, last.unsqueeze(-1)).squeeze(-1)
+                       ).to(f32)
     return logits.to(device), top_k.to(device), top_p.to(device)
