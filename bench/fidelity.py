@@ -1,10 +1,11 @@
 """Timing fidelity on a GPU: the grader's reported median against other clocks, in a bare
 process, for the same kernel, shape and kind of inputs.
 
-    python3 bench/fidelity.py REPORT.json [ENTRY_DIR] [--min-us 0] [--problem P] [--json F]
+    python3 bench/fidelity.py REPORT [ENTRY_DIR] [--min-us 0] [--problem P] [--json F] [--suite S]
 
-REPORT.json comes from `grader run --device cuda` of ENTRY_DIR (default examples/triton). One
-row per timed shape:
+REPORT is the report.json of `grader run --device cuda` of ENTRY_DIR (default examples/triton),
+or the checkpoint folder of a grading cut short (OUT/.checkpoint/problems; its suite is --suite,
+default llm-inference). One row per timed shape:
 - grader: the median the report holds (the entry's container, the harness's timed loop);
 - bare: the same loop (harness/timing.py's time_kernel, three fresh input sets) in this process,
   with no container: what the container itself adds;
@@ -114,6 +115,17 @@ def _flush_us() -> float:
     return sorted(times)[len(times) // 2]
 
 
+def read_report(path: Path, suite: str) -> dict[str, Any]:
+    """A report.json, or a checkpoint folder read as one (its problems, the given suite)."""
+    if not path.is_dir():
+        return json.loads(path.read_text())
+    from grader.checkpoint import Finished
+
+    problems = [Finished.from_json(f.read_text()).result.model_dump(mode="json")
+                for f in sorted(path.glob("*.json"))]
+    return {"suite": {"id": suite}, "problems": problems}
+
+
 def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
             ) -> list[dict[str, Any]]:
     suite = REPO / "problem_bundles" / report["suite"]["id"]
@@ -155,8 +167,9 @@ def main() -> None:
                     help="only shapes whose graded median is at least this")
     ap.add_argument("--problem", action="append", default=[], help="only these problems")
     ap.add_argument("--json", type=Path, default=None, help="write the rows here too")
+    ap.add_argument("--suite", default="llm-inference", help="a checkpoint folder's suite")
     args = ap.parse_args()
-    report = json.loads(args.report.read_text())
+    report = read_report(args.report, args.suite)
     flush = _flush_us()
     rows = measure(report, args.entry, args.min_us, args.problem)
     print(f"{torch.cuda.get_device_name()}; do_bench's L2 flush (zero 256 MiB): {flush:.1f} us")

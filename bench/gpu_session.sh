@@ -8,7 +8,8 @@
 #   examples         examples/triton graded three times (stability) + fidelity vs do_bench
 #   fallback         examples/torch-fallback graded once
 #   triton           examples/triton graded once
-#   fidelity:NAME:DIR[:P,..]  bench/fidelity.py over $OUT/report-NAME.json of entry DIR
+#   fidelity:NAME:DIR[:P,..]  bench/fidelity.py over $OUT/report-NAME.json (or the checkpoint
+#                    of a grading NAME cut short) of entry DIR
 #                    (optionally only problems P,..; shapes of 20 µs and more, all of them for
 #                    examples/triton)
 #   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
@@ -74,7 +75,8 @@ for step in "${steps[@]}"; do
                 min=20; [ "$dir" = examples/triton ] && min=0
                 fopts=(); IFS=, read -ra ps <<<"$only"
                 for p in "${ps[@]}"; do fopts+=(--problem "$p"); done
-                python3 bench/fidelity.py "$OUT/report-$name.json" "$dir" --min-us $min "${fopts[@]}" \
+                rep="$OUT/report-$name.json"; [ -f "$rep" ] || rep="$OUT/checkpoint-$name"
+                python3 bench/fidelity.py "$rep" "$dir" --min-us $min "${fopts[@]}" \
                   --json "$OUT/fidelity-$name.json" 2>&1 | tee "$OUT/fidelity-$name.md" ;;
     tests|tests:*) sel=(); [ "$step" != tests ] && sel=(-k "${step#tests:}")
                    python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu \
