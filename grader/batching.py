@@ -16,8 +16,8 @@ DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference fil
   anything: the counted bytes of inputs and outputs): an honest entry fits, a flood still
   stops at the cap;
 - the memory limits grow by what the caps can hold (tmpfs pages are charged to the writer's
-  memory cgroup) and, for the entry, by twice its largest input (a file is read, then copied to
-  the device).
+  memory cgroup) and, for the entry, by twice its largest input (on the CPU a loaded input is a
+  copy of its file; a load to a GPU goes through a 64 MiB host buffer: room to spare there).
 """
 
 from __future__ import annotations
