@@ -1,0 +1,99 @@
+"""grader.compare: the trusted comparison of outputs, and its chunked pass over large ones.
+
+Every statistic must be the same whatever the chunk size (the pass works on CHUNK elements at a
+time), and each failure must be found wherever in the output it sits.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grader import compare as cmp
+from grader.paths import PROBLEM_BUNDLES
+from grader.suite import load_suite
+
+SOFTMAX = load_suite(PROBLEM_BUNDLES / "llm-inference").problems["softmax"].problem  # bf16
+TOL = SOFTMAX.tolerance_for("bfloat16")
+
+
+def _pair(n: int = 10_000, noise: float = 0.01) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    e = torch.randn(n, generator=gen).to(torch.bfloat16)
+    jitter = torch.randn(n, generator=gen) * noise
+    return e, (e.float() + jitter).to(torch.bfloat16)
+
+
+def _by_hand(e: torch.Tensor, a: torch.Tensor) -> tuple[int, float, float]:
+    """Mismatches, max abs and max rel error, computed the obvious way, whole, in float64."""
+    e64, a64 = e.double(), a.double()
+    diff = (a64 - e64).abs()
+    bad = int((diff > TOL.atol + TOL.rtol * e64.abs()).sum())
+    return bad, float(diff.max()), float((diff / e64.abs().clamp_min(1e-12)).max())
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000, 4096, 1 << 22])
+def test_statistics_do_not_depend_on_the_chunk(chunk: int, monkeypatch: pytest.MonkeyPatch
+                                               ) -> None:
+    e, a = _pair()
+    a[::97] += 1.0  # some elements far outside the tolerance
+    monkeypatch.setattr(cmp, "CHUNK", chunk)
+    out = cmp.compare([e.reshape(100, 100)], [a.reshape(100, 100)], SOFTMAX)
+    bad, worst_abs, worst_rel = _by_hand(e, a)
+    assert bad > 0 and not out.ok
+    assert out.comparison.mismatched == bad and out.comparison.total == e.numel()
+    assert out.comparison.max_abs_err == worst_abs and out.comparison.max_rel_err == worst_rel
+    assert f"{bad} of {e.numel()} elements outside" in out.detail
+
+
+def test_within_tolerance_passes_with_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    e, a = _pair(noise=0.001)
+    monkeypatch.setattr(cmp, "CHUNK", 333)
+    out = cmp.compare([e], [a], SOFTMAX)
+    assert out.ok and out.detail == "within tolerance"
+    assert (out.comparison.max_abs_err, out.comparison.max_rel_err) == _by_hand(e, a)[1:]
+
+
+@pytest.mark.parametrize("where", [0, 4999, 9999])
+def test_non_finite_values_are_counted_in_any_chunk(where: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    e, a = _pair()
+    a[where] = float("nan")
+    a[(where + 5000) % 10_000] = float("inf")
+    monkeypatch.setattr(cmp, "CHUNK", 1000)
+    out = cmp.compare([e], [a], SOFTMAX)
+    assert not out.ok and out.detail == "output 0: 2 NaN or Inf values"
+
+
+def test_all_zeros_fail_unless_the_reference_is_zero_too(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    monkeypatch.setattr(cmp, "CHUNK", 1000)
+    e = torch.zeros(10_000, dtype=torch.bfloat16)
+    e[9_999] = 1.0  # the reference's only nonzero value, in the last chunk
+    out = cmp.compare([e], [torch.zeros_like(e)], SOFTMAX)
+    assert not out.ok and "all zeros where the reference is not" in out.detail
+    assert cmp.compare([torch.zeros_like(e)], [torch.zeros_like(e)], SOFTMAX).ok
+    # One nonzero value anywhere makes it an ordinary comparison (here within tolerance).
+    a = torch.zeros_like(e)
+    a[9_999] = 1.0
+    assert cmp.compare([e], [a], SOFTMAX).ok
+
+
+def test_fp8_outputs_and_exact_dtypes() -> None:
+    quant = load_suite(PROBLEM_BUNDLES / "llm-inference").problems["fp8_per_token_quant"].problem
+    x = torch.linspace(-400, 400, 5000).to(torch.float8_e4m3fn)
+    assert cmp.compare([x], [x.clone()], quant).ok
+    ids = torch.arange(50, dtype=torch.int32)
+    wrong = ids.clone()
+    wrong[7] = 0
+    out = cmp.compare([x, ids], [x.clone(), wrong], quant)
+    assert not out.ok and out.detail == "output 1: 1 of 50 elements differ (exact dtype)"
+
+
+def test_empty_and_mismatched_structure() -> None:
+    empty = torch.empty(0, 4, dtype=torch.bfloat16)
+    assert cmp.compare([empty], [empty.clone()], SOFTMAX).ok
+    e, a = _pair(10)
+    assert "returned 2 outputs" in cmp.compare([e], [a, a], SOFTMAX).detail
+    assert "dtype" in cmp.compare([e], [a.float()], SOFTMAX).detail
+    assert "shape" in cmp.compare([e], [a.reshape(2, 5)], SOFTMAX).detail
