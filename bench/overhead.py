@@ -3,7 +3,8 @@
     python bench/overhead.py REPORT.json [REPORT.json ...] [--import-s 5.0]
 
 Per problem (host clock, `phases_s` of the report): image work, the reference container (start
-to exit), the entry container, the entry's import as it reported it, and the timed work (the
+to exit), the entry container, the host's judging (loading and comparing outputs, reading the
+traces), the entry's import as it reported it, and the timed work (the
 timed loops' own wall time, `timing.loop_s`; for reports written before it was recorded, an
 estimate: samples x median device time). Then the overhead (total - timed work) against the
 target of docs/benchmarks.md: 1.5 x (one cold `import torch` + the timed work), with the cold
@@ -46,16 +47,17 @@ def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list
     problems = [p for r in reports for p in r.problems if p.wall_s is not None]
     imports = [p.phases_s["entry_import"] for p in problems if "entry_import" in p.phases_s]
     cold = import_s if import_s is not None else (statistics.median(imports) if imports else 0.0)
-    table = ["| problem | shapes | total | image | reference | entry | import | timed | "
+    table = ["| problem | shapes | total | image | reference | entry | judge | import | timed | "
              "overhead | target | overhead / target |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     fit: list[tuple[int, float]] = []
     for p in problems:
         timed, estimated = timed_work_s(p)
         total = p.wall_s or 0.0
         target = 1.5 * (cold + timed)
         ph = p.phases_s
-        cells = [f"{ph.get(k, 0.0):.2f}" for k in ("image", "reference", "entry", "entry_import")]
+        cells = [f"{ph.get(k, 0.0):.2f}"
+                 for k in ("image", "reference", "entry", "judge", "entry_import")]
         table.append(f"| {p.id} | {len(p.shapes)} | {total:.2f} | {' | '.join(cells)} | "
                      f"{timed:.2f}{'*' if estimated else ''} | {total - timed:.2f} | "
                      f"{target:.2f} | {(total - timed) / target if target else float('inf'):.2f} |")

@@ -237,10 +237,12 @@ class Grader:
                           **harness_phases("entry", entry),
                           **({"entry_import": ready.import_s}
                              if ready and ready.import_s is not None else {})})
+            t0 = time.monotonic()
             results = judge_problem(problem=bundle.problem, shapes=shapes, cases=cases,
                                     reference=ref, entry=entry, static=static,
                                     own_kernels=self.detector.own_kernels(source),
                                     tracer=self.detector, max_output_bytes=limits.output_bytes)
+            add(phases, {"judge": time.monotonic() - t0})  # the host's own comparing
             return results, entry.exit.logs
 
         return judge

@@ -72,3 +72,7 @@ def test_problems_graded_by_two_workers_keep_their_order(engine, runtime, tmp_pa
     rep = Grader(cfg, engine, Detector(policy=load_policy("triton")), lambda _m: None).run()
     assert [p.id for p in rep.problems] == ["vector_add", "rmsnorm", "matmul"]
     assert {p.verdict for p in rep.problems} == {Verdict.PASSED}
+    # Where each problem's time went, for bench/overhead.py: the host's clocks and the harnesses'.
+    for p in rep.problems:
+        assert {"image", "reference", "entry", "judge", "entry.warm"} <= p.phases_s.keys()
+        assert 0 <= p.phases_s["judge"] < (p.wall_s or 0)

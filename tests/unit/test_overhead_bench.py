@@ -32,13 +32,14 @@ def test_split_target_and_fit() -> None:
                   for i in range(n_shapes)]
         problems.append(p.model_copy(update={
             "wall_s": wall, "shapes": shapes,
-            "phases_s": {"image": 0.5, "reference": 3.0, "entry": 6.0, "entry_import": 2.0}}))
+            "phases_s": {"image": 0.5, "reference": 3.0, "entry": 6.0, "judge": 0.25,
+                         "entry_import": 2.0}}))
     rep = rep.model_copy(update={"problems": problems})
     table, notes = bench.rows([rep], None)
     first = [c.strip() for c in table[2].strip("|").split("|")]
     # total 10 s, one shape whose loop took 0.5 s: overhead 9.5 s against 1.5 x (2 + 0.5)
-    assert first[1:] == ["1", "10.00", "0.50", "3.00", "6.00", "2.00", "0.50", "9.50", "3.75",
-                         "2.53"]
+    assert first[1:] == ["1", "10.00", "0.50", "3.00", "6.00", "0.25", "2.00", "0.50", "9.50",
+                         "3.75", "2.53"]
     assert notes[0].startswith("cold import taken as 2.00 s")
     assert "total ≈ 8.00 s + 2.00 s per shape (2 problems)" in notes[1]
     # Without loop_s (older reports) the timed work is estimated and marked.
