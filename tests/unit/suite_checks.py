@@ -54,10 +54,12 @@ for n, case in enumerate(json.load(sys.stdin)):
 
 
 def load_module(path: Path, prefix: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"{prefix}_{path.parent.name}_{path.stem}",
-                                                  path)
+    """A file imported as a module of its own (registered: dataclasses look their module up)."""
+    name = f"{prefix}_{path.parent.name}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 

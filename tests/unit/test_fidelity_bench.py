@@ -3,9 +3,9 @@ measuring itself needs a GPU: docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
+
+from suite_checks import load_module
 
 from grader.paths import REPO
 
@@ -13,12 +13,7 @@ DATA = REPO / "docs" / "data" / "h200-2026-12-01-session4"
 
 
 def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_fidelity", REPO / "bench" / "fidelity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_fidelity"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(REPO / "bench" / "fidelity.py", "_test")
 
 
 def test_a_checkpoint_folder_reads_like_its_report() -> None:

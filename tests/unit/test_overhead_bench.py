@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
+from suite_checks import load_module
 from test_report_render import make_report
 
 from grader.paths import REPO
@@ -13,12 +11,7 @@ from grader.report.model import Timing
 
 
 def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_overhead", REPO / "bench" / "overhead.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_overhead"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(REPO / "bench" / "overhead.py", "_test")
 
 
 def test_split_target_and_fit() -> None:
