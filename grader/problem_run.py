@@ -273,6 +273,12 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
             if cases_ok is None:  # read until known, then kept
                 cases_ok = _cases_ok(ref_out / CASES_DONE if hold else ref_out / "result.json",
                                      cases, done=hold or ref_exit is not None)
+                if cases_ok:  # the outputs exist now (no job yet): do the counted caps hold?
+                    needed = batching.entry_limits(entry_limits, ref_out, [c.id for c in cases])
+                    if needed.output_bytes > entry_limits.output_bytes:
+                        outgrown = needed
+                        if ent_exit is None:
+                            ent.kill()
             if cases_ok is False or (ref_exit is not None and cases_ok is None):
                 if ent_exit is None:
                     ent.kill()
@@ -280,12 +286,6 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
                                                   out=read_out_dir(ref_out)),
                            ref_dir=ref_out, entry=None, entry_limits=entry_limits)
                 return
-            if cases_ok and not delivered and outgrown is None:
-                needed = batching.entry_limits(entry_limits, ref_out, [c.id for c in cases])
-                if needed.output_bytes > entry_limits.output_bytes:
-                    outgrown = needed
-                    if ent_exit is None:
-                        ent.kill()
             ready = (ent_out / "ready.json").exists()
             if not delivered and ready and ent_exit is None and outgrown is None:
                 if cases_ok:
