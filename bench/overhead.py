@@ -15,8 +15,11 @@ A second table splits each container's time as its harness counted it (`phases_s
 warm-up (compilation), the device profiler's start and stop, traced calls, tensor loads and
 saves, timed loops); what is left of the container's wall time is the container's own start
 and stop and Python's start. The walls leave out the time a container was held by the other
-(reference and entry side by side): the last column, with the part of the entry's prepare and
-job wait that fell in it left out too.
+(reference and entry side by side): the "held" column, with the part of the entry's prepare and
+job wait that fell in it left out too. They also leave out what a container did before its
+release when it was started ahead, beside the batch before (grader/worker.py): its cold imports
+("standby") and its wait at the gate ("gate"), the last columns. A problem's total then counts
+from its first batch's start; the run's wall time per problem graded is the steady cost.
 """
 
 from __future__ import annotations
@@ -45,7 +48,10 @@ def timed_work_s(problem: ProblemResult) -> tuple[float, bool]:
 
 def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list[str]]:
     problems = [p for r in reports for p in r.problems if p.wall_s is not None]
-    imports = [p.phases_s["entry_import"] for p in problems if "entry_import" in p.phases_s]
+    # The entry's cold imports: made ahead (entry.standby) when its containers started
+    # beside the batch before, else its import as it reported it.
+    imports = [p.phases_s.get("entry.standby") or p.phases_s["entry_import"] for p in problems
+               if "entry_import" in p.phases_s]
     cold = import_s if import_s is not None else (statistics.median(imports) if imports else 0.0)
     table = ["| problem | shapes | total | image | reference | entry | judge | import | timed | "
              "overhead | target | overhead / target |",
@@ -71,17 +77,24 @@ def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list
     if problems:
         notes.append(f"per problem: median {statistics.median(p.wall_s or 0 for p in problems):.2f}"
                      f" s over {len(problems)} problems")
+    for r in reports:
+        if r.wall_s is not None and r.problems:
+            notes.append(f"run: {r.wall_s:.2f} s for {len(r.problems)} problems, "
+                         f"{r.wall_s / len(r.problems):.2f} s a problem")
     return table, notes
 
 
-REF_SPLIT = HARNESS_PHASES["reference"]
-ENTRY_SPLIT = HARNESS_PHASES["entry"]  # "prepare" and "job_wait" first: the table needs that
+AHEAD = ("standby", "gate")  # before the release: outside the container's wall
+REF_SPLIT = tuple(k for k in HARNESS_PHASES["reference"] if k not in AHEAD)
+# "prepare" and "job_wait" first: the table needs that
+ENTRY_SPLIT = tuple(k for k in HARNESS_PHASES["entry"] if k not in AHEAD)
 
 
 def split_rows(reports: list[Report]) -> list[str]:
     """Per problem: each container's wall time, its harness's phases, and the rest."""
     head = (["problem", "ref wall"] + [f"ref {k}" for k in REF_SPLIT] + ["ref rest", "entry wall",
-            "entry import"] + [f"entry {k}" for k in ENTRY_SPLIT] + ["entry rest", "held"])
+            "entry import"] + [f"entry {k}" for k in ENTRY_SPLIT] + ["entry rest", "held"]
+            + [f"{role} {k}" for role in ("ref", "entry") for k in AHEAD])
     table = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for p in (p for r in reports for p in r.problems if p.wall_s is not None):
         ph = p.phases_s
@@ -97,6 +110,7 @@ def split_rows(reports: list[Report]) -> list[str]:
         ref_wall, ent_wall = ph.get("reference", 0.0), ph.get("entry", 0.0)
         cells = [ref_wall, *ref, ref_wall - sum(ref), ent_wall, *ent, ent_wall - sum(ent)]
         cells.append(held + ph.get("reference_held", 0.0))
+        cells += [ph.get(f"{role}.{k}", 0.0) for role in ("reference", "entry") for k in AHEAD]
         table.append(f"| {p.id} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return table
 

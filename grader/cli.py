@@ -99,6 +99,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--sequential", is_flag=True,
               help="Start each problem's entry container only once its reference has exited "
               "(default: side by side, the entry importing while the reference computes).")
+@click.option("--start-ahead", type=click.Choice(["auto", "on", "off"]), default="auto",
+              show_default=True, help="Start each batch's containers while the one before "
+              "runs (its cold imports made by then); auto: on hosts with 4 cores a worker.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress lines (human ones show only when stderr is a terminal).")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
@@ -109,7 +112,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         formats: tuple[str, ...], fail_on: frozenset[Verdict], seed_secret: str | None,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
-        log_format: str, resume: bool, sequential: bool) -> None:
+        log_format: str, resume: bool, sequential: bool, start_ahead: str) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
@@ -118,7 +121,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
                      timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
                      quiet=quiet, log_format=log_format, runtime=runtime, python=python,
                      cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
-                     hardware=hardware, resume=resume, overlap=not sequential)
+                     hardware=hardware, resume=resume, overlap=not sequential,
+                     start_ahead=start_ahead)
     grade_bundle(req)
 
 

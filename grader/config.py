@@ -39,6 +39,10 @@ class RunConfig:
     # The reference's container and the entry's side by side (problem_run.run_pair): the
     # entry imports while the reference computes. False: one after the other.
     overlap: bool = True
+    # Each batch's containers started while the batch before it runs, waiting at a gate after
+    # their cold imports (grader/worker.py). auto: when the host has AHEAD_CORES cores a
+    # worker (two running containers, two starting): on two cores it only slows the run.
+    start_ahead: Literal["auto", "on", "off"] = "auto"
     entry_limits: Limits = field(default_factory=Limits)
     reference_limits: Limits = field(default_factory=lambda: Limits(
         memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))

@@ -3,95 +3,47 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
-import queue
 import secrets
 import shutil
 import tempfile
+import threading
 import time
-import traceback
 import uuid
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import psutil
-
-from grader import __version__, batching
+from grader import __version__
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.config import RunConfig
-from grader.detect.findings import Finding
 from grader.detection import Detector
 from grader.doctor import gpu_mode, gpu_nodes
 from grader.errors import InfraError, UsageError
-from grader.formats.problem import Shape
-from grader.imaging import HOST_BINDS, ensure, ensure_runtime, problem_plan
+from grader.imaging import HOST_BINDS, ensure_runtime
 from grader.intake import Submission, open_bundle
-from grader.judge import judge_problem, reference_failure, tail, whole_problem
-from grader.phases import add, harness_phases
-from grader.problem_run import (
-    Case,
-    ContainerRun,
-    Sandbox,
-    TimingKnobs,
-    run_entry,
-    run_pair,
-    run_reference,
-)
+from grader.problem_run import Sandbox, TimingKnobs
 from grader.report.model import (
     Environment,
     ProblemResult,
     Report,
-    ShapeResult,
     SubmissionSummary,
     SuiteSummary,
     Summary,
 )
 from grader.sandbox.docker_engine import DockerEngine
-from grader.sandbox.spec import Bind, GpuAccess, Limits
+from grader.sandbox.spec import Bind, GpuAccess
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
 from grader.suite import ProblemBundle, Suite, find_suite
-from grader.verdicts import Verdict, worst
+from grader.verdicts import Verdict
+from grader.worker import Worker, derive_module_seed, derive_seed, select_shapes, start_ahead
+
+__all__ = ["Grader", "derive_module_seed", "derive_seed", "make_sandbox", "select_shapes",
+           "summarize"]
 
 Progress = Callable[[str], None]
-
-
-def _unusable(ref: ContainerRun, shapes: list[Shape], cases: list[Case]
-              ) -> tuple[list[ShapeResult], str] | None:
-    """A batch's results when its reference run cannot be used (every shape infra_error), with
-    the logs to excerpt; None when it can."""
-    failure = reference_failure(ref, cases)
-    if failure is None:
-        return None
-    return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
-
-
-def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
-    """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
-    digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
-
-
-def derive_module_seed(secret: bytes, case_seed: int) -> int:
-    """The seed a module problem's class is built under in both containers: from the case's
-    seed, keyed by the secret, so that an entry learns nothing of its input seed from it."""
-    digest = hmac.new(secret, f"module/{case_seed}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
-
-
-def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
-    shapes = bundle.problem.shapes
-    selection = cfg.shapes
-    if selection == "auto":
-        selection = "smoke" if cfg.device == "cpu" else "all"
-    if selection == "smoke":
-        return [s for s in shapes if s.smoke]
-    if selection == "scored":
-        return [s for s in shapes if not s.smoke]
-    return list(shapes)
 
 
 def summarize(problems: list[ProblemResult]) -> Summary:
@@ -143,110 +95,6 @@ class Grader:
         self.checkpoint = Checkpoint(cfg.out_dir)
         self.abort: InfraError | None = None  # set when the checkpoint cannot be written
 
-    def grade_problem(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
-                      runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
-        shapes = select_shapes(bundle, self.cfg)
-        base = ProblemResult(id=bundle.id, operator=bundle.problem.operator,
-                             verdict=Verdict.MISSING)
-        kernel = sub.kernel_path(bundle.id)
-        if kernel is None:
-            rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
-            return base.model_copy(update={"shapes": rs})
-        rel = sub.manifest.problems[bundle.id].file
-        source = kernel.read_text(encoding="utf-8", errors="replace")
-        static = self.detector.static(source, rel, bundle.problem.entry_names())
-        t0 = time.monotonic()
-        self.progress(f"{bundle.id}: image")
-        image = ensure(self.engine, problem_plan(runtime_tag, suite.id, bundle))
-        phases = {"image": time.monotonic() - t0}
-        self.images[bundle.id] = image.id
-        n_seeds = self.cfg.seeds_per_shape or suite.info.seeds_per_shape
-        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
-                 for s in shapes for k in range(n_seeds)]
-        if sandbox.timing is not None:  # distinct input sets for the timed loop, checked too
-            cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
-                           seed=derive_seed(self.secret, bundle.id, s.id, 1000 + k))
-                      for s in shapes for k in range(sandbox.timing.sets_per_shape)]
-        if bundle.problem.interface == "module":
-            cases = [replace(c, module_seed=derive_module_seed(self.secret, c.seed))
-                     for c in cases]
-        per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
-        parts = batching.batches(bundle.problem, shapes, per_shape, self.cfg.batch_bytes)
-        results: list[ShapeResult] = []
-        logs = ""
-        for k, part in enumerate(parts):
-            ids = {s.id for s in part}
-            label = bundle.id if len(parts) == 1 else f"{bundle.id} [{k + 1}/{len(parts)}]"
-            got, logs = self.grade_batch(bundle, label, image.tag, kernel, part,
-                                         [c for c in cases if c.shape.id in ids], per_shape,
-                                         static, source, phases, sandbox)
-            results += got
-        verdict = worst([r.verdict for r in results])
-        self.progress(f"{bundle.id}: done ({verdict})")
-        return base.model_copy(update={
-            "verdict": verdict, "shapes": results, "findings": static, "kernel_file": rel,
-            "image": image.tag, "wall_s": time.monotonic() - t0, "detail": verdict.message,
-            "stderr_excerpt": tail(logs), "phases_s": phases})
-
-    def grade_batch(self, bundle: ProblemBundle, label: str, image: str, kernel: Path,
-                    shapes: list[Shape], cases: list[Case], per_shape: dict[str, int],
-                    static: list[Finding], source: str, phases: dict[str, float],
-                    sandbox: Sandbox) -> tuple[list[ShapeResult], str]:
-        """The reference and the entry on one batch of a problem's shapes (batching.py): side
-        by side (problem_run.run_pair) when the problem counts its bytes, so that the entry's
-        caps are known before the reference has run, else one after the other. Adds to
-        `phases`; returns the shapes' results and the logs to excerpt."""
-        problem = bundle.problem
-        ref_limits = batching.reference_limits(self.cfg.reference_limits, problem, shapes,
-                                               per_shape, psutil.virtual_memory().available)
-        judge = self._judge_batch(bundle, shapes, cases, static, source, phases)
-        if self.cfg.overlap and batching.counted_bytes(problem, shapes, per_shape):
-            limits = batching.entry_limits_from_count(self.cfg.entry_limits, problem, shapes,
-                                                      per_shape)
-            self.progress(f"{label}: reference and entry ({len(cases)} cases)")
-            with run_pair(sandbox, image, kernel, cases, ref_limits, limits, problem) as pair:
-                if pair.entry is not None:
-                    if pair.entry_limits is not limits:
-                        self.progress(f"{label}: outputs larger than the problem counts; the "
-                                      "entry ran again after the reference, with caps to fit")
-                    return (_unusable(pair.reference, shapes, cases)
-                            or judge(pair.reference, pair.entry, pair.entry_limits))
-            self.progress(f"{label}: the reference failed beside the entry; again, one "
-                          "after the other")
-        self.progress(f"{label}: reference ({len(cases)} cases)")
-        with run_reference(sandbox, image, cases, ref_limits, problem) as (ref, ref_dir):
-            if (unusable := _unusable(ref, shapes, cases)) is not None:
-                return unusable
-            limits = batching.entry_limits(self.cfg.entry_limits, ref_dir, [c.id for c in cases])
-            self.progress(f"{label}: entry")
-            with run_entry(sandbox, image, kernel, cases, ref_dir, limits, problem) as entry:
-                return judge(ref, entry, limits)
-
-    def _judge_batch(self, bundle: ProblemBundle, shapes: list[Shape], cases: list[Case],
-                     static: list[Finding], source: str, phases: dict[str, float]
-                     ) -> Callable[[ContainerRun, ContainerRun, Limits],
-                                   tuple[list[ShapeResult], str]]:
-        def judge(ref: ContainerRun, entry: ContainerRun, limits: Limits
-                  ) -> tuple[list[ShapeResult], str]:
-            assert ref.out.result is not None  # _unusable said so
-            self.device_name = self.device_name or ref.out.result.device_name
-            ready = entry.out.ready
-            add(phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,
-                          **harness_phases("reference", ref),
-                          "entry": entry.exit.wall_s, "entry_held": entry.exit.held_s,
-                          **harness_phases("entry", entry),
-                          **({"entry_import": ready.import_s}
-                             if ready and ready.import_s is not None else {})})
-            t0 = time.monotonic()
-            results = judge_problem(problem=bundle.problem, shapes=shapes, cases=cases,
-                                    reference=ref, entry=entry, static=static,
-                                    own_kernels=self.detector.own_kernels(source),
-                                    tracer=self.detector, max_output_bytes=limits.output_bytes)
-            add(phases, {"judge": time.monotonic() - t0})  # the host's own comparing
-            return results, entry.exit.logs
-
-        return judge
-
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""
         if self.cfg.hardware != "auto":
@@ -283,68 +131,54 @@ class Grader:
             self.device_name = self.device_name or d.device_name
         return done
 
-    def grade_one(self, suite: Suite, bundle: ProblemBundle, sub: Submission,
-                  runtime_tag: str, sandbox: Sandbox) -> ProblemResult:
-        """grade_problem, with a failure of the grader's own machinery (or a grader bug) turned
-        into an infra_error for that problem, so that the others are still graded."""
-        try:
-            return self.grade_problem(suite, bundle, sub, runtime_tag, sandbox)
-        except Exception as exc:
-            if isinstance(exc, InfraError):
-                detail = exc.message
-            elif isinstance(exc, OSError):  # the host's disk: ENOSPC in $TMPDIR and the like
-                where = f" ({exc.filename})" if exc.filename else ""
-                detail = f"host filesystem: {exc.strerror or exc}{where}"
-            else:
-                detail = f"grader bug: {type(exc).__name__}: {exc}"
-            self.progress(f"{bundle.id}: done (infra_error: {detail})")
-            rs = whole_problem(select_shapes(bundle, self.cfg), Verdict.INFRA_ERROR, detail,
-                               tail("".join(traceback.format_exception(exc))))
-            return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
-                                 verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)
-
     def grade_all(self, suite: Suite, todo: list[ProblemBundle], sub: Submission,
                   runtime_tag: str, done: dict[str, Finished] | None = None
                   ) -> list[ProblemResult]:
-        """Grade problems concurrently, a worker each at a time; results in suite order.
+        """Grade problems concurrently, one worker per sandbox (worker.Worker), each taking
+        the next problem in suite order when it needs one; results in suite order.
 
         Problems in `done` (from the checkpoint) are taken as they are; each one graded here is
         checkpointed as soon as it finishes. When the checkpoint cannot be written (a full
         disk), no further problem starts and the run ends with that InfraError.
         """
         done = done or {}
-        free: queue.Queue[Sandbox] = queue.Queue()
-        for sb in self.workers():
-            free.put(sb)
-        kept = [len(done)]
-
-        def one(bundle: ProblemBundle) -> ProblemResult | None:
+        results: dict[str, ProblemResult] = {}
+        for bundle in todo:
             if bundle.id in done:
                 self.progress(f"{bundle.id}: done ({done[bundle.id].result.verdict}, "
                               "from the checkpoint)")
-                return done[bundle.id].result
-            if self.abort is not None:
-                return None
-            sandbox = free.get()
-            try:
-                result = self.grade_one(suite, bundle, sub, runtime_tag, sandbox)
-            finally:
-                free.put(sandbox)
-            try:
-                self.checkpoint.save(Finished(result=result, image_id=self.images.get(bundle.id),
-                                              device_name=self.device_name))
-                kept[0] += 1
-            except InfraError as exc:
-                self.abort = self.abort or exc
-            return result
+                results[bundle.id] = done[bundle.id].result
+        waiting = deque(b for b in todo if b.id not in done)
+        lock = threading.Lock()
+        kept = [len(done)]
 
-        with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
-            results = list(pool.map(one, todo))
+        def claim() -> ProblemBundle | None:
+            with lock:
+                return waiting.popleft() if waiting and self.abort is None else None
+
+        def finished(result: ProblemResult) -> bool:
+            with lock:
+                results[result.id] = result
+                try:
+                    self.checkpoint.save(Finished(result=result,
+                                                  image_id=self.images.get(result.id),
+                                                  device_name=self.device_name))
+                    kept[0] += 1
+                except InfraError as exc:
+                    self.abort = self.abort or exc
+                return self.abort is None
+
+        sandboxes = self.workers()
+        ahead = start_ahead(self.cfg, len(sandboxes))
+        workers = [Worker(self, sb, suite, sub, runtime_tag, ahead=ahead) for sb in sandboxes]
+        with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+            for _ in pool.map(lambda w: w.run(claim, finished), workers):
+                pass
         if self.abort is not None:
             raise InfraError(f"{self.abort.message}; stopped, {kept[0]} of {len(todo)} "
                              f"problem(s) are kept in {self.checkpoint.dir}",
                              hint=self.abort.hint)
-        return [r for r in results if r is not None]
+        return [results[b.id] for b in todo if b.id in results]
 
     def run(self) -> Report:
         cfg = self.cfg
@@ -367,7 +201,9 @@ class Grader:
             self.images["runtime"] = runtime.id
             todo = [b for pid, b in suite.problems.items()
                     if not cfg.problems or pid in cfg.problems]
+            t0 = time.monotonic()
             problems = self.grade_all(suite, todo, sub, runtime.tag, done)
+            wall = time.monotonic() - t0
             extra = sorted(set(sub.manifest.problems) - set(suite.problems))
             if extra:
                 self.progress(f"ignored kernels for problems not in the suite: {extra}")
@@ -389,6 +225,7 @@ class Grader:
                     docker=self.docker_version()),
                 problems=problems,
                 summary=summarize(problems),
+                wall_s=wall,
             )
             report = score_report(report, suite, load_hardware(self.hardware_name()))
             return report.model_copy(update={"summary": summarize(report.problems)})

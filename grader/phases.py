@@ -11,9 +11,11 @@ from grader.problem_run import ContainerRun
 
 # The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
 # Only these names: the entry writes that file.
-HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing"),
+# "standby" (the cold imports of a container started ahead, problem_run.Standby) and "gate"
+# (its wait for the release) come before the container's release: its wall leaves them out.
+HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing", "standby", "gate"),
                   "entry": ("prepare", "job_wait", "warm", "profile", "trace", "load", "save",
-                            "build", "timing")}
+                            "build", "timing", "standby", "gate")}
 
 
 def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:

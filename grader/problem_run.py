@@ -1,5 +1,6 @@
 """Run one batch of a problem's cases: the reference in its own container and the entry in a
-hardened one, side by side (run_pair) or one after the other (run_reference, run_entry).
+hardened one, side by side (run_pair) or one after the other (run_reference, run_entry); and
+a batch's two containers started ahead of their turn, beside the batch before (Standby).
 
 The reference container never sees the entry; the entry container never sees the reference
 (its files are masked) nor its outputs. Inputs reach the entry only after its module has been
@@ -23,13 +24,16 @@ from pathlib import Path
 from grader import batching
 from grader.evidence import OutDir, read_out_dir, read_result
 from grader.formats.problem import Problem, Shape
-from grader.harness.main import CASES_DONE
+from grader.harness.main import AT_GATE, CASES_DONE, STANDBY_ENV, START
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
 from grader.sandbox.capped import capped_dir
 from grader.sandbox.docker_engine import POLL_S, DockerEngine, ExitState
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 
 BOOT = f"{C_LIB}/grader_harness/boot.py"
+# The longest a standby's containers may take to reach their gates (a cold `import torch` on a
+# loaded host is seconds): one that has not is dropped, and its batch starts afresh.
+GATE_WAIT_S = 300.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,13 +133,16 @@ def _timing_job(sb: Sandbox, cases: list[Case], *, reference: bool) -> dict[str,
 
 
 def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
-          masks: tuple[str, ...] = (), args: tuple[str, ...] = ()) -> ContainerSpec:
+          masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
+          ) -> ContainerSpec:
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "GRADER_DEVICE": sb.device,
            "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin"}
     if sb.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+    if gated:
+        env[STANDBY_ENV] = "1"
     return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
                          role=role, session=sb.session, env=env,
                          binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
@@ -155,11 +162,11 @@ def _io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
 
 
 def _entry_spec(sb: Sandbox, image: str, kernel_file: Path, in_dir: Path, out_dir: Path,
-                limits: Limits, problem: Problem | None) -> ContainerSpec:
+                limits: Limits, problem: Problem | None, gated: bool = False) -> ContainerSpec:
     binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
              *_io_binds(in_dir, out_dir)]
     return _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
-                 args=_entry_args(problem))
+                 args=_entry_args(problem), gated=gated)
 
 
 def _entry_in(ref_out: Path) -> Path:
@@ -221,6 +228,102 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
 
 
 @dataclass(frozen=True, kw_only=True)
+class Batch:
+    """One batch of a problem's cases and what run_pair's two containers run under."""
+
+    image: str
+    kernel_file: Path
+    cases: list[Case]
+    ref_limits: Limits
+    # From the problem's count of bytes (batching.entry_limits_from_count), before any
+    # output exists; run_pair raises them when the reference's outputs prove them too small.
+    entry_limits: Limits
+    problem: Problem | None = None  # None: a function-style problem
+
+
+class Standby:
+    """A batch's reference and entry containers, with their folders and the reference's job.
+
+    Gated (a standby, started while the batch before it still runs): each harness makes its
+    cold imports and waits at its gate (harness.main._standby) until `release`. Before the
+    gate nothing loads the entry's file, reads an input or touches the GPU, and run_pair holds
+    the timed loops of the batch it runs beside until this one is `idle`, so that nothing of
+    it but a sleeping poll shares the host with a timed loop. The wait is not counted against
+    either container's wall-clock limit (RunningContainer.rebase). Ungated: what run_pair
+    starts itself when it has no standby.
+    """
+
+    def __init__(self, sb: Sandbox, batch: Batch, *, gated: bool = True) -> None:
+        self.batch = batch
+        self.gated = gated
+        self.hold = sb.timing is not None  # the reference's timed loop waits for go.json
+        self.closed = False
+        self._stack = contextlib.ExitStack()
+        try:
+            self.ref_in = self._stack.enter_context(_in_dir())
+            self.ref_out = self._stack.enter_context(capped_dir(batch.ref_limits.output_bytes))
+            self.ent_in = _entry_in(self.ref_out)
+            self.ent_out = self._stack.enter_context(
+                capped_dir(batch.entry_limits.output_bytes))
+            _write_job(self.ref_in, {**_reference_job(sb, batch.cases, batch.problem),
+                                     **({"hold": True} if self.hold else {})})
+            self.ref = self._stack.enter_context(sb.engine.start(_spec(
+                sb, batch.image, Role.REFERENCE, _io_binds(self.ref_in, self.ref_out),
+                batch.ref_limits, gated=gated)))
+            self.ent = self._stack.enter_context(sb.engine.start(_entry_spec(
+                sb, batch.image, batch.kernel_file, self.ent_in, self.ent_out,
+                batch.entry_limits, batch.problem, gated=gated)))
+        except BaseException:
+            self._stack.close()
+            raise
+        self.since = time.monotonic()
+        self.released = not gated
+
+    def _at_gate(self) -> list[bool]:
+        return [(self.ref_out / AT_GATE).exists(), (self.ent_out / AT_GATE).exists()]
+
+    def idle(self) -> bool:
+        """Whether neither container can still be working before its gate: each is there, or
+        has exited. Containers that have not got there within GATE_WAIT_S are dropped."""
+        if self.closed or self.released:
+            return True
+        if all(at or not c.running() for at, c in zip(self._at_gate(), (self.ref, self.ent),
+                                                      strict=True)):
+            return True
+        if time.monotonic() - self.since > GATE_WAIT_S:
+            self.close()
+            return True
+        return False
+
+    def settle(self) -> None:
+        """Wait until `idle` (at most GATE_WAIT_S from the start)."""
+        while not self.idle():
+            time.sleep(POLL_S)
+
+    def usable(self) -> bool:
+        """Still open, both harnesses at their gates and their containers running."""
+        return (not self.closed and all(self._at_gate()) and self.ref.running()
+                and self.ent.running())
+
+    def release(self) -> None:
+        """Open both gates; the containers' wall clocks start now."""
+        if self.released:
+            return
+        self.released = True
+        for in_dir in (self.ref_in, self.ent_in):
+            (in_dir / START).write_text("{}")
+            os.chmod(in_dir / START, 0o644)
+        self.ref.rebase()
+        self.ent.rebase()
+
+    def close(self) -> None:
+        """Stop and remove both containers and their folders (what they wrote is gone)."""
+        if not self.closed:
+            self.closed = True
+            self._stack.close()
+
+
+@dataclass(frozen=True, kw_only=True)
 class Pair:
     reference: ContainerRun
     ref_dir: Path
@@ -232,8 +335,8 @@ class Pair:
 
 
 @contextmanager
-def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_limits: Limits,
-             entry_limits: Limits, problem: Problem | None = None) -> Iterator[Pair]:
+def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
+             beside: Standby | None = None) -> Iterator[Pair]:
     """The reference and the entry at once: the entry's container starts and imports (a cold
     `import torch`, and whatever the entry does at import) while the reference makes the
     inputs and expected outputs. The entry's job is delivered once both are done; on a GPU
@@ -241,74 +344,87 @@ def run_pair(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_
     entry code shares the GPU with it. Time either container spends held by the other is
     not counted against its wall-clock limit (RunningContainer.extend).
 
-    `entry_limits` come from the problem's count of bytes (batching.entry_limits_from_count),
-    before any output exists. A problem whose outputs the count leaves out (reshape_and_cache
-    returns whole copies of its caches, the count has the slots written: on the H200,
-    2026-12-01, its honest entry filled the cap) is caught once the reference has written
-    them: the entry's container is stopped before its job, and the entry runs again once the
-    reference has exited, under the limits its outputs call for (batching.entry_limits)."""
-    hold = sb.timing is not None
+    `standby`: this batch's containers started ahead (`Standby(sb, batch)`), released here
+    (started afresh if they are no longer usable); closed on return either way. `beside`:
+    the next batch's standby, started by the caller with this one: neither this entry's job
+    (its timed loops) nor the reference's timed loop starts before it is idle.
+
+    `batch.entry_limits` come from the problem's count of bytes. A problem whose outputs the
+    count leaves out (reshape_and_cache returns whole copies of its caches, the count has the
+    slots written: on the H200, 2026-12-01, its honest entry filled the cap) is caught once
+    the reference has written them: the entry's container is stopped before its job, and the
+    entry runs again once the reference has exited, under the limits its outputs call for
+    (batching.entry_limits)."""
+    assert standby is None or standby.batch is batch
     with contextlib.ExitStack() as stack:
-        ref_in = stack.enter_context(_in_dir())
-        ref_out = stack.enter_context(capped_dir(ref_limits.output_bytes))
-        ent_in = _entry_in(ref_out)
-        ent_out = stack.enter_context(capped_dir(entry_limits.output_bytes))
-        _write_job(ref_in, {**_reference_job(sb, cases, problem), **({"hold": True} if hold
-                                                                     else {})})
-        ref = stack.enter_context(sb.engine.start(_spec(
-            sb, image, Role.REFERENCE, _io_binds(ref_in, ref_out), ref_limits)))
-        ent = stack.enter_context(sb.engine.start(_entry_spec(
-            sb, image, kernel_file, ent_in, ent_out, entry_limits, problem)))
-        ref_exit: ExitState | None = None
-        ent_exit: ExitState | None = None
-        cases_ok: bool | None = None
-        outgrown: Limits | None = None  # the entry's limits, once they prove too small
-        delivered = released = False
-        tick = time.monotonic()
-        while ref_exit is None or ent_exit is None:
-            now = time.monotonic()
-            step, tick = now - tick, now
-            ref_exit = ref_exit or ref.poll()
-            ent_exit = ent_exit or ent.poll()
-            if cases_ok is None:  # read until known, then kept
-                cases_ok = _cases_ok(ref_out / CASES_DONE if hold else ref_out / "result.json",
-                                     cases, done=hold or ref_exit is not None)
-                if cases_ok:  # the outputs exist now (no job yet): do the counted caps hold?
-                    needed = batching.entry_limits(entry_limits, ref_out, [c.id for c in cases])
-                    if needed.output_bytes > entry_limits.output_bytes:
-                        outgrown = needed
-                        if ent_exit is None:
-                            ent.kill()
-            if cases_ok is False or (ref_exit is not None and cases_ok is None):
-                if ent_exit is None:
-                    ent.kill()
-                yield Pair(reference=ContainerRun(exit=ref_exit or ref.wait(wall_s=0.0),
-                                                  out=read_out_dir(ref_out)),
-                           ref_dir=ref_out, entry=None, entry_limits=entry_limits)
-                return
-            ready = (ent_out / "ready.json").exists()
-            if not delivered and ready and ent_exit is None and outgrown is None:
-                if cases_ok:
-                    delivered = True
-                    _deliver(sb, cases, problem, ref_out, ent_in)
-                else:
-                    ent.extend(step)  # imported, waiting for the reference
-            if hold and cases_ok and not released:
-                if ent_exit is not None:
-                    released = True
-                    (ref_in / "go.json").write_text("{}")
-                elif ref_exit is None:
-                    ref.extend(step)  # cases done, waiting for the entry to exit
-            time.sleep(POLL_S)
-        reference = ContainerRun(exit=ref_exit, out=read_out_dir(ref_out))
-        if outgrown is not None:
-            with run_entry(sb, image, kernel_file, cases, ref_out, outgrown, problem) as entry:
-                yield Pair(reference=reference, ref_dir=ref_out, entry=entry,
-                           entry_limits=outgrown)
+        if standby is not None:
+            stack.callback(standby.close)
+            standby.settle()  # still importing: it soon will be there
+            if not standby.usable():
+                standby.close()
+                standby = None
+        st = standby or stack.enter_context(contextlib.closing(Standby(sb, batch, gated=False)))
+        st.release()
+        yield from _pair_loop(sb, st, beside)
+
+
+def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pair]:
+    batch, cases, hold = st.batch, st.batch.cases, st.hold
+    ref, ent = st.ref, st.ent
+    ref_exit: ExitState | None = None
+    ent_exit: ExitState | None = None
+    cases_ok: bool | None = None
+    outgrown: Limits | None = None  # the entry's limits, once they prove too small
+    delivered = released = False
+    tick = time.monotonic()
+    while ref_exit is None or ent_exit is None:
+        now = time.monotonic()
+        step, tick = now - tick, now
+        ref_exit = ref_exit or ref.poll()
+        ent_exit = ent_exit or ent.poll()
+        if cases_ok is None:  # read until known, then kept
+            cases_ok = _cases_ok(st.ref_out / CASES_DONE if hold else st.ref_out / "result.json",
+                                 cases, done=hold or ref_exit is not None)
+            if cases_ok:  # the outputs exist now (no job yet): do the counted caps hold?
+                needed = batching.entry_limits(batch.entry_limits, st.ref_out,
+                                               [c.id for c in cases])
+                if needed.output_bytes > batch.entry_limits.output_bytes:
+                    outgrown = needed
+                    if ent_exit is None:
+                        ent.kill()
+        if cases_ok is False or (ref_exit is not None and cases_ok is None):
+            if ent_exit is None:
+                ent.kill()
+            yield Pair(reference=ContainerRun(exit=ref_exit or ref.wait(wall_s=0.0),
+                                              out=read_out_dir(st.ref_out)),
+                       ref_dir=st.ref_out, entry=None, entry_limits=batch.entry_limits)
             return
-        yield Pair(reference=reference, ref_dir=ref_out,
-                   entry=ContainerRun(exit=ent_exit, out=read_out_dir(ent_out)),
-                   entry_limits=entry_limits)
+        ready = (st.ent_out / "ready.json").exists()
+        if not delivered and ready and ent_exit is None and outgrown is None:
+            if cases_ok and (beside is None or beside.idle()):
+                delivered = True
+                _deliver(sb, cases, batch.problem, st.ref_out, st.ent_in)
+            else:
+                ent.extend(step)  # imported, waiting for the reference (or the standby)
+        if hold and cases_ok and not released:
+            if ent_exit is not None and (beside is None or beside.idle()):
+                released = True
+                (st.ref_in / "go.json").write_text("{}")
+            elif ref_exit is None:
+                ref.extend(step)  # cases done, waiting for the entry to exit
+        time.sleep(POLL_S)
+    reference = ContainerRun(exit=ref_exit, out=read_out_dir(st.ref_out))
+    if outgrown is not None:
+        if beside is not None:
+            beside.settle()
+        with run_entry(sb, batch.image, batch.kernel_file, cases, st.ref_out, outgrown,
+                       batch.problem) as entry:
+            yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
+                       entry_limits=outgrown)
+        return
+    yield Pair(reference=reference, ref_dir=st.ref_out,
+               entry=ContainerRun(exit=ent_exit, out=read_out_dir(st.ent_out)),
+               entry_limits=batch.entry_limits)
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:

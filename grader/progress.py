@@ -15,8 +15,9 @@ the stage when it is one of `STAGES`; nothing else in the message is interpreted
 
 Problems may be graded concurrently (one worker per GPU, or --jobs on the CPU), so messages of
 several problems interleave and come from several threads. A problem counts as done when it
-says ``<id>: done``; failing that, a worker is only free for a new problem once its last one
-is done, so with W workers at least (started - W) problems are done. The ETA is by problems
+says ``<id>: done``; failing that, a worker holds at most two problems (the one it grades, and
+the next, taken early to start its containers: grader/worker.py), so with W workers at least
+(started - 2W) problems are done. The ETA is by problems
 done: the rate since the first problem started, applied to the problems left.
 """
 
@@ -151,10 +152,10 @@ class Progress:
         return len(self.planned)
 
     def done(self, *, finished: bool = False) -> int:
-        """Problems finished: those that said so, or at least all but one per worker."""
+        """Problems finished: those that said so, or at least all but two per worker."""
         if finished:
             return max(len(self.seen), self.total)
-        return max(len(self.finished), len(self.seen) - self.workers, 0)
+        return max(len(self.finished), len(self.seen) - 2 * self.workers, 0)
 
     def eta(self, now: float, done: int) -> float | None:
         if not self.total or done <= 0 or self.first_problem_at is None:

@@ -12,6 +12,12 @@ Protocol (paths are fixed container paths):
   entry:     import /grader/entry/kernel.py, then write /grader/out/ready.json; only then does
              the host place the inputs and /grader/in/job.json (so nothing the entry does at
              import time can see them); for each case write <id>.out and finally result.json.
+Standby (GRADER_STANDBY=1 in the environment; problem_run.Standby): either role first imports
+             torch (and Triton), writes /grader/out/.standby.json, and waits for
+             /grader/in/start.json; only then does it go on as above. Nothing before the gate
+             loads the entry's file or touches the GPU: the host starts a batch's containers
+             while the batch before it still runs, and holds that batch's timed loops until
+             these are idle here.
 Module problems (`main.py entry CLASS...`): the job's "module" maps each case id to the
 constructor's keyword arguments and a seed; both sides build their class per case with them
 (modules.build_module), outside the trace and the timed loop, and call it in place of
@@ -43,6 +49,9 @@ EXCERPT = 4000
 JOB_WAIT_S = 3600.0
 HOLD_WAIT_S = 86400.0
 CASES_DONE = ".cases.json"  # a held reference's case results (a dot: not an output file)
+STANDBY_ENV = "GRADER_STANDBY"
+AT_GATE = ".standby.json"  # in OUT: imported, waiting for START
+START = "start.json"  # in IN: the host's release of a standby container
 
 
 class Phases:
@@ -99,6 +108,22 @@ def _wait_for_job() -> dict[str, Any]:
     return data
 
 
+def _standby(phase: Phases) -> None:
+    """With STANDBY_ENV set: the cold imports, then wait at the gate for the host's START."""
+    if os.environ.get(STANDBY_ENV) != "1":
+        return
+    with phase("standby"):
+        import torch  # noqa: F401  (CPU only: CUDA initialises lazily, after the gate)
+
+        try:
+            import triton  # noqa: F401
+        except ImportError:  # a runtime without Triton: the entry's own import says so
+            pass
+    _write_json(AT_GATE, {"ok": True})
+    with phase("gate"):
+        _wait_for(IN / START, HOLD_WAIT_S)
+
+
 def _prepare_cuda() -> None:
     import torch
 
@@ -141,6 +166,7 @@ def _callables(job: dict[str, Any], entry: Any, classes: list[str] | None
 
 def run_reference() -> int:
     phase = Phases()
+    _standby(phase)
     with phase("import"):
         import torch
 
@@ -212,6 +238,8 @@ def _jit_names(module: Any) -> list[str]:
 
 def run_entry(classes: list[str] | None = None) -> int:
     """`classes`: a module problem's entry class names (the first found is built)."""
+    phase = Phases()
+    _standby(phase)
     t0 = time.monotonic()
     try:
         module = _load_module(ENTRY, "entry_kernel")
@@ -230,7 +258,6 @@ def run_entry(classes: list[str] | None = None) -> int:
     _write_json("ready.json", {"ok": True, "import_s": time.monotonic() - t0,
                                "jit_functions": _jit_names(module)})
 
-    phase = Phases()
     import torch
 
     from . import tensors

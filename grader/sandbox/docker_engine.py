@@ -261,6 +261,12 @@ class RunningContainer:
         self.held_s += seconds
         self.deadline += seconds
 
+    def rebase(self) -> None:
+        """Count the wall-clock limit and the wall time from now: a standby container's wait
+        for its release (problem_run.Standby) is not its own."""
+        self.started = time.monotonic()
+        self.deadline = self.started + self.spec.limits.wall_s
+
     def poll(self) -> ExitState | None:
         """None while it runs within its deadline; else its exit state (killed when the
         deadline has passed)."""

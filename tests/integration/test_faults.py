@@ -39,6 +39,7 @@ from grader.report.model import Report
 from grader.runner import RunRequest, grade_bundle
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
+from grader.worker import Worker
 
 pytestmark = pytest.mark.docker
 ALL = ["vector_add", "rmsnorm", "matmul"]
@@ -99,15 +100,15 @@ def _saved(out: Path) -> dict[str, Verdict]:
 
 
 def _count_grading(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record which problems grade_problem is called for (i.e. really graded)."""
+    """Record which problems a worker plans (i.e. really grades)."""
     graded: list[str] = []
-    real = Grader.grade_problem
+    real = Worker.plan
 
-    def counting(self: Grader, suite: Any, bundle: Any, *rest: Any) -> Any:
+    def counting(self: Worker, bundle: Any) -> Any:
         graded.append(bundle.id)
-        return real(self, suite, bundle, *rest)
+        return real(self, bundle)
 
-    monkeypatch.setattr(Grader, "grade_problem", counting)
+    monkeypatch.setattr(Worker, "plan", counting)
     return graded
 
 
@@ -166,11 +167,15 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("ahead", ["off", "on"])
+def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path, ahead: str  # type: ignore[no-untyped-def]
+                                             ) -> None:
     """Someone `docker kill`s the entry while kernel() runs: the grader cannot tell that from
     the entry ending itself with exit 137, so it is the entry's runtime_error (an infra_error
-    would let an entry trade a failure for an unscored retry); the rest is graded."""
-    cfg = RunConfig(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out")
+    would let an entry trade a failure for an unscored retry); the rest is graded (with the
+    next problem's containers waiting beside it, too)."""
+    cfg = RunConfig(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out",
+                    start_ahead=ahead)  # type: ignore[arg-type]
     cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=120.0))
     grader = _grader(cfg, engine)
     with _killing(engine, grader.session, "entry", b"fault-drill: in kernel()") as killed:
@@ -187,8 +192,9 @@ def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path) ->
 def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine stops answering after the first problem: the rest are infra_error, the
-    first is kept, and --resume (engine back) grades only the rest."""
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
+    first is kept, and --resume (engine back) grades only the rest. (Containers started one
+    batch ahead would shift the count of starts: test_start_ahead.py has that case.)"""
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="off")
     flaky = DockerEngine()
     real_run = ContainerCollection.run
     calls = [0]
@@ -237,7 +243,7 @@ def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path,
     first; once there is space, --resume grades the rest and writes the reports."""
     out = small_disk / "out"
     bundle = _bundle(tmp_path)
-    cfg = RunConfig(bundle=bundle, out_dir=out)
+    cfg = RunConfig(bundle=bundle, out_dir=out, start_ahead="off")  # "rmsnorm: image" below
 
     def progress(msg: str) -> None:
         if msg.startswith("rmsnorm: image"):
@@ -272,7 +278,8 @@ def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, 
     work = small_disk / "tmp"
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
+    # One batch ahead, rmsnorm's containers would exist before its "image" line below.
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="off")
 
     def progress(msg: str) -> None:
         if msg.startswith("rmsnorm: image"):
@@ -325,12 +332,15 @@ def test_a_full_tmpdir_from_the_start_is_an_infra_error(engine, small_disk: Path
     assert os.listdir(small_disk) == ["filler"]
 
 
+@pytest.mark.parametrize(("ahead", "problems"), [("off", ("vector_add",)),
+                                                  ("on", ("vector_add", "rmsnorm"))])
 def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ignore[no-untyped-def]
-        engine, runtime, tmp_path: Path) -> None:
+        engine, runtime, tmp_path: Path, ahead: str, problems: tuple[str, ...]) -> None:
     """The reference's container dies while the entry's runs beside it (problem_run.run_pair):
     the entry's container is stopped and the problem graded again, reference first, so that
     the entry still gets its own verdict (an entry must not escape one by making the
-    reference fail) and nothing is left behind."""
+    reference fail) and nothing is left behind; "on": with the next problem's containers
+    started beside it, which wait for that too."""
     suites = tmp_path / "suites"
     shutil.copytree(REPO / "problem_bundles" / "demo", suites / "demo")
     ref = suites / "demo" / "vector_add" / "reference.py"
@@ -341,12 +351,12 @@ def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ign
              '    time.sleep(3)\n')
     ref.write_text(source.replace(anchor, drill + anchor, 1))
     cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", suite_roots=(suites,),
-                    problems=("vector_add",))
+                    problems=problems, start_ahead=ahead)  # type: ignore[arg-type]
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
     with _killing(engine, grader.session, "reference", b"fault-drill: reference") as killed:
         rep = grader.run()
     assert killed, "the reference container was never seen"
-    assert _verdicts(rep) == {"vector_add": Verdict.PASSED}
+    assert _verdicts(rep) == dict.fromkeys(problems, Verdict.PASSED)
     assert any("again, one after the other" in line for line in lines), lines
     assert _left(engine, grader.session) == []

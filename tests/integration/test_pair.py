@@ -16,7 +16,7 @@ from grader.grade import derive_seed
 from grader.harness.main import CASES_DONE
 from grader.imaging import ensure, problem_plan
 from grader.paths import REPO
-from grader.problem_run import Case, Sandbox, TimingKnobs, run_pair
+from grader.problem_run import Batch, Case, Sandbox, TimingKnobs, run_pair
 from grader.sandbox.spec import Limits
 from grader.suite import ProblemBundle, load_suite
 
@@ -43,8 +43,10 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
                  timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
     limits = Limits(wall_s=120.0)
     try:
-        with run_pair(sb, image.tag, KERNEL, cases, Limits(wall_s=120.0, memory_bytes=4 << 30),
-                      limits, bundle.problem) as pair:
+        batch = Batch(image=image.tag, kernel_file=KERNEL, cases=cases,
+                      ref_limits=Limits(wall_s=120.0, memory_bytes=4 << 30),
+                      entry_limits=limits, problem=bundle.problem)
+        with run_pair(sb, batch) as pair:
             assert pair.entry is not None
             ref, entry = pair.reference, pair.entry
             # The reference wrote its cases, was held while the entry ran, then timed.
@@ -79,8 +81,10 @@ def test_entry_whose_outputs_outgrow_the_counted_cap_runs_again_after(engine, ru
                  timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
     small = Limits(wall_s=120.0, output_bytes=8 << 10)  # below one case's 16 KiB of outputs
     try:
-        with run_pair(sb, image.tag, KERNEL, cases, Limits(wall_s=120.0, memory_bytes=4 << 30),
-                      small, bundle.problem) as pair:
+        batch = Batch(image=image.tag, kernel_file=KERNEL, cases=cases,
+                      ref_limits=Limits(wall_s=120.0, memory_bytes=4 << 30),
+                      entry_limits=small, problem=bundle.problem)
+        with run_pair(sb, batch) as pair:
             assert pair.entry is not None
             assert pair.entry_limits.output_bytes > (pair.ref_dir / f"{cases[0].id}.ref"
                                                      ).stat().st_size

@@ -12,12 +12,14 @@ import pytest
 
 from grader.progress import Progress, choose_mode, human_line
 
-# What grade.Grader says today, in order, for a suite of three problems.
+# What the grader says today, in order, for a suite of three problems graded by one worker:
+# it takes each next problem (its image) before the last batch of the one before, so that it
+# can start that problem's containers beside it (grader/worker.py).
 MESSAGES = [
     "runtime image",
-    "vector_add: image", "vector_add: reference (2 cases)", "vector_add: entry",
-    "rmsnorm: image", "rmsnorm: reference (4 cases)", "rmsnorm: entry",
-    "matmul: image", "matmul: reference (4 cases)", "matmul: entry",
+    "vector_add: image", "rmsnorm: image", "vector_add: reference and entry (2 cases)",
+    "vector_add: done (passed)", "matmul: image", "rmsnorm: reference and entry (4 cases)",
+    "rmsnorm: done (passed)", "matmul: reference and entry (4 cases)", "matmul: done (passed)",
 ]
 
 
@@ -72,13 +74,14 @@ def test_json_lines_carry_problem_stage_elapsed_eta() -> None:
     start, runtime, *stages, finish = events
     assert start["event"] == "start" and start["total"] == 3
     assert runtime["stage"] == "runtime" and runtime["problem"] is None
-    assert [(e["problem"], e["stage"]) for e in stages[:3]] == [
-        ("vector_add", "image"), ("vector_add", "reference"), ("vector_add", "entry")]
-    assert stages[3]["problem"] == "rmsnorm" and stages[3]["done"] == 1
+    assert [(e["problem"], e["stage"]) for e in stages[:4]] == [
+        ("vector_add", "image"), ("rmsnorm", "image"), ("vector_add", "reference"),
+        ("vector_add", "done")]
+    assert stages[3]["done"] == 1
     # No ETA before a problem has finished; then by problems done: 30 s each, 2 left.
     assert all(e["eta_s"] is None for e in stages[:3])
     assert stages[3]["eta_s"] == pytest.approx(60.0)
-    assert stages[6]["problem"] == "matmul" and stages[6]["eta_s"] == pytest.approx(30.0)
+    assert stages[6]["problem"] == "rmsnorm" and stages[6]["eta_s"] == pytest.approx(30.0)
     assert finish["event"] == "finish" and finish["done"] == 3 and finish["eta_s"] is None
     assert finish["elapsed_s"] == pytest.approx(110.0)
 
@@ -88,7 +91,7 @@ def test_human_lines() -> None:
     _drive(_progress("human", out, clock), clock)
     lines = out.getvalue().splitlines()
     assert lines[2] == "[grader 0:20 0/3 done] vector_add: image"
-    assert lines[5] == "[grader 0:50 eta 1:00 1/3 done] rmsnorm: image"
+    assert lines[5] == "[grader 0:50 eta 1:00 1/3 done] vector_add: done (passed)"
     assert lines[-1] == "[grader 1:50] done: 3/3 problem(s)"
 
 
@@ -177,7 +180,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
     assert seen == [progress]
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert events[0]["event"] == "start" and events[0]["total"] == 3
-    assert [e["problem"] for e in events if e["stage"] == "entry"] == [
+    assert [e["problem"] for e in events if e["stage"] == "reference"] == [
         "vector_add", "rmsnorm", "matmul"]
     assert events[-1]["event"] == "finish" and events[-1]["done"] == 3
     # seed.secret is written by the Grader itself, before grading (see grader/checkpoint.py)
@@ -186,13 +189,14 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
 def test_concurrent_workers_count_done_conservatively_or_exactly() -> None:
     out, clock = io.StringIO(), FakeClock()
     p = _progress("json", out, clock)
-    p.plan(["a", "b", "c", "d"], workers=2)
-    for msg in ("a: image", "b: image", "a: entry", "b: reference (2 cases)"):
+    p.plan(["a", "b", "c", "d", "e"], workers=2)
+    for msg in ("a: image", "b: image", "c: image", "d: image", "a: entry",
+                "b: reference (2 cases)"):
         clock.t += 5
         p(msg)
-    assert p.events[-1].done == 0  # two workers, two problems in flight
+    assert p.events[-1].done == 0  # two workers, each grading one problem and holding the next
     clock.t += 5
-    p("c: image")  # a worker was free: one of a, b is done
+    p("e: image")  # a worker took a fifth: one of a, b is done
     assert p.events[-1].done == 1 and p.events[-1].eta_s is not None
     p("a: done")
     p("b: done")  # an explicit done counts exactly

@@ -1,0 +1,353 @@
+"""One worker's grading (a GPU, or a CPU slot): its problems one at a time, each in batches of
+shapes, and each batch's two containers started beside the batch before it.
+
+While a batch runs, the worker starts the next batch's containers (the same problem's, or the
+first of the next problem it takes) as a standby (problem_run.Standby): they make their cold
+`import torch` and wait at their gates. The running batch's timed loops wait until the standby
+is idle there, so that a timed loop never shares the host with more than a sleeping poll, and
+no entry code runs before its own batch's turn. The import, a container's largest fixed cost
+(2.5-4 s on the H200 host, 2026-12-01), then falls outside the critical path of every batch but
+the worker's first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+from grader import batching
+from grader.config import RunConfig
+from grader.detect.findings import Finding
+from grader.errors import InfraError
+from grader.formats.problem import Shape
+from grader.imaging import ensure, problem_plan
+from grader.intake import Submission
+from grader.judge import judge_problem, reference_failure, tail, whole_problem
+from grader.phases import add, harness_phases
+from grader.problem_run import (
+    Batch,
+    Case,
+    ContainerRun,
+    Sandbox,
+    Standby,
+    run_entry,
+    run_pair,
+    run_reference,
+)
+from grader.report.model import ProblemResult, ShapeResult
+from grader.sandbox.spec import Limits
+from grader.suite import ProblemBundle, Suite
+from grader.verdicts import Verdict, worst
+
+if TYPE_CHECKING:
+    from grader.grade import Grader
+
+
+def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
+    """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
+    digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
+
+
+def derive_module_seed(secret: bytes, case_seed: int) -> int:
+    """The seed a module problem's class is built under in both containers: from the case's
+    seed, keyed by the secret, so that an entry learns nothing of its input seed from it."""
+    digest = hmac.new(secret, f"module/{case_seed}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
+
+
+def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
+    shapes = bundle.problem.shapes
+    selection = cfg.shapes
+    if selection == "auto":
+        selection = "smoke" if cfg.device == "cpu" else "all"
+    if selection == "smoke":
+        return [s for s in shapes if s.smoke]
+    if selection == "scored":
+        return [s for s in shapes if not s.smoke]
+    return list(shapes)
+
+
+def _unusable(ref: ContainerRun, shapes: list[Shape], cases: list[Case]
+              ) -> tuple[list[ShapeResult], str] | None:
+    """A batch's results when its reference run cannot be used (every shape infra_error), with
+    the logs to excerpt; None when it can."""
+    failure = reference_failure(ref, cases)
+    if failure is None:
+        return None
+    return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
+
+
+@dataclass(kw_only=True)
+class Planned:
+    """A problem made ready to grade (image, cases, batches), and its results so far."""
+
+    bundle: ProblemBundle
+    shapes: list[Shape]
+    kernel: Path
+    rel: str
+    source: str
+    static: list[Finding]
+    image: str
+    cases: list[Case]
+    per_shape: dict[str, int]
+    parts: list[list[Shape]]
+    phases: dict[str, float]
+    batches: dict[int, Batch | None] = field(default_factory=dict)  # made when first needed
+    standbys: dict[int, Standby] = field(default_factory=dict)  # started beside the one before
+    results: list[ShapeResult] = field(default_factory=list)
+    logs: str = ""
+    started: float | None = None  # when its first batch began
+
+    def label(self, k: int) -> str:
+        n = len(self.parts)
+        return self.bundle.id if n == 1 else f"{self.bundle.id} [{k + 1}/{n}]"
+
+    def part_cases(self, k: int) -> list[Case]:
+        ids = {s.id for s in self.parts[k]}
+        return [c for c in self.cases if c.shape.id in ids]
+
+    def close(self) -> None:
+        """Stop the standbys no batch took (after a failure)."""
+        for sb in self.standbys.values():
+            sb.close()
+        self.standbys.clear()
+
+
+Claim = Callable[[], ProblemBundle | None]
+# Cores a worker needs for starting ahead to pay: its two running containers, and the next
+# batch's two making their imports. On the two-core CI machine (2026-12-01) the demo suite
+# took 10.3-10.5 s with it against 9.7-10.2 s without: there is no core to overlap on.
+AHEAD_CORES = 4
+
+
+def start_ahead(cfg: RunConfig, workers: int, cores: int | None = None) -> bool:
+    """Whether workers start each batch's containers beside the batch before (cfg.start_ahead;
+    auto: when the host has AHEAD_CORES cores a worker)."""
+    if cfg.start_ahead != "auto":
+        return cfg.start_ahead == "on"
+    return (cores if cores is not None else os.cpu_count() or 1) >= AHEAD_CORES * workers
+
+
+class Worker:
+    """Grades problems on one sandbox for `grader` (its configuration, detector, progress and
+    run-wide state), taking each next problem from `claim`."""
+
+    def __init__(self, grader: Grader, sandbox: Sandbox, suite: Suite, sub: Submission,
+                 runtime_tag: str, *, ahead: bool = True) -> None:
+        self.g = grader
+        self.sb = sandbox
+        self.ahead = ahead  # start each batch's containers beside the batch before
+        self.suite = suite
+        self.sub = sub
+        self.runtime_tag = runtime_tag
+
+    def run(self, claim: Claim, finished: Callable[[ProblemResult], bool]) -> None:
+        """Grade what `claim` gives until it gives nothing; `finished` takes each result and
+        says whether to go on (False: the run stops, the next problem is not graded)."""
+        cur = self.open(claim())
+        while cur is not None:
+            nxt: Planned | ProblemResult | None = None
+            if isinstance(cur, ProblemResult):
+                result = cur
+            else:
+                try:
+                    for k in range(len(cur.parts)):
+                        if self.ahead and k == len(cur.parts) - 1:  # for its standby
+                            nxt = self.open(claim())
+                        beside = self._start_next(cur, k, nxt)
+                        self.grade_batch(cur, k, beside)
+                    result = self.finish(cur)
+                except Exception as exc:
+                    result = self.failed(cur.bundle, exc)
+                finally:
+                    cur.close()
+            if not finished(result):
+                if isinstance(nxt, Planned):
+                    nxt.close()
+                return
+            cur = nxt if nxt is not None else self.open(claim())
+
+    def open(self, bundle: ProblemBundle | None) -> Planned | ProblemResult | None:
+        """`bundle` planned; or its result when there is nothing to grade (no kernel) or the
+        planning failed."""
+        if bundle is None:
+            return None
+        try:
+            return self.plan(bundle)
+        except Exception as exc:
+            return self.failed(bundle, exc)
+
+    def plan(self, bundle: ProblemBundle) -> Planned | ProblemResult:
+        g = self.g
+        shapes = select_shapes(bundle, g.cfg)
+        kernel = self.sub.kernel_path(bundle.id)
+        if kernel is None:
+            rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
+            return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+                                 verdict=Verdict.MISSING, shapes=rs)
+        rel = self.sub.manifest.problems[bundle.id].file
+        source = kernel.read_text(encoding="utf-8", errors="replace")
+        static = g.detector.static(source, rel, bundle.problem.entry_names())
+        t0 = time.monotonic()
+        g.progress(f"{bundle.id}: image")
+        image = ensure(g.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
+        phases = {"image": time.monotonic() - t0}
+        g.images[bundle.id] = image.id
+        n_seeds = g.cfg.seeds_per_shape or self.suite.info.seeds_per_shape
+        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(g.secret, bundle.id, s.id, k))
+                 for s in shapes for k in range(n_seeds)]
+        if self.sb.timing is not None:  # distinct input sets for the timed loop, checked too
+            cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
+                           seed=derive_seed(g.secret, bundle.id, s.id, 1000 + k))
+                      for s in shapes for k in range(self.sb.timing.sets_per_shape)]
+        if bundle.problem.interface == "module":
+            cases = [replace(c, module_seed=derive_module_seed(g.secret, c.seed))
+                     for c in cases]
+        per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
+        parts = batching.batches(bundle.problem, shapes, per_shape, g.cfg.batch_bytes)
+        return Planned(bundle=bundle, shapes=shapes, kernel=kernel, rel=rel, source=source,
+                       static=static, image=image.tag, cases=cases, per_shape=per_shape,
+                       parts=parts, phases=phases)
+
+    def batch(self, plan: Planned, k: int) -> Batch | None:
+        """Batch `k` of `plan` for run_pair, or None when it runs one container after the
+        other (--sequential, or a problem that does not count its bytes, so that the entry's
+        caps are not known before the reference has run). Made once: its standby and its run
+        share it."""
+        if k not in plan.batches:
+            problem, shapes, cfg = plan.bundle.problem, plan.parts[k], self.g.cfg
+            plan.batches[k] = None
+            if cfg.overlap and batching.counted_bytes(problem, shapes, plan.per_shape):
+                plan.batches[k] = Batch(
+                    image=plan.image, kernel_file=plan.kernel, cases=plan.part_cases(k),
+                    ref_limits=self._reference_limits(plan, k), problem=problem,
+                    entry_limits=batching.entry_limits_from_count(cfg.entry_limits, problem,
+                                                                  shapes, plan.per_shape))
+        return plan.batches[k]
+
+    def _reference_limits(self, plan: Planned, k: int) -> Limits:
+        return batching.reference_limits(self.g.cfg.reference_limits, plan.bundle.problem,
+                                         plan.parts[k], plan.per_shape,
+                                         psutil.virtual_memory().available)
+
+    def _start_next(self, cur: Planned, k: int, nxt: Planned | ProblemResult | None
+                    ) -> Standby | None:
+        """The standby of the batch after batch `k` of `cur`, started now (None when that
+        batch runs one container after the other, or there is none)."""
+        plan, j = (cur, k + 1) if k + 1 < len(cur.parts) else (nxt, 0)
+        if not self.ahead or not isinstance(plan, Planned) or not plan.parts:
+            return None
+        batch = self.batch(plan, j)
+        if batch is None:
+            return None
+        try:
+            plan.standbys[j] = Standby(self.sb, batch)
+        except Exception as exc:  # not this batch's failure: that one starts afresh in its turn
+            why = exc.message if isinstance(exc, InfraError) else f"{type(exc).__name__}: {exc}"
+            self.g.progress(f"{plan.label(j)}: cannot start its containers ahead: {why}")
+            return None
+        return plan.standbys[j]
+
+    def grade_batch(self, plan: Planned, k: int, beside: Standby | None) -> None:
+        """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
+        it can, else one after the other. `beside`: the next batch's standby, idle before
+        any timed loop here starts. Adds to the plan's results, logs and phases."""
+        plan.started = plan.started or time.monotonic()
+        label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
+        batch = self.batch(plan, k)
+        got = None
+        if batch is not None:
+            self.g.progress(f"{label}: reference and entry ({len(cases)} cases)")
+            with run_pair(self.sb, batch, standby=plan.standbys.pop(k, None),
+                          beside=beside) as pair:
+                if pair.entry is not None:
+                    if pair.entry_limits is not batch.entry_limits:
+                        self.g.progress(f"{label}: outputs larger than the problem counts; the "
+                                        "entry ran again after the reference, with caps to fit")
+                    got = (_unusable(pair.reference, shapes, cases)
+                           or self.judge(plan, shapes, cases, pair.reference, pair.entry,
+                                         pair.entry_limits))
+            if got is None:
+                self.g.progress(f"{label}: the reference failed beside the entry; again, one "
+                                "after the other")
+        if got is None:
+            got = self._one_after_the_other(plan, k, beside)
+        plan.results += got[0]
+        plan.logs = got[1]
+
+    def _one_after_the_other(self, plan: Planned, k: int, beside: Standby | None
+                             ) -> tuple[list[ShapeResult], str]:
+        if beside is not None:
+            beside.settle()  # both containers here run timed loops
+        label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
+        problem = plan.bundle.problem
+        self.g.progress(f"{label}: reference ({len(cases)} cases)")
+        with run_reference(self.sb, plan.image, cases, self._reference_limits(plan, k),
+                           problem) as (ref, ref_dir):
+            if (unusable := _unusable(ref, shapes, cases)) is not None:
+                return unusable
+            limits = batching.entry_limits(self.g.cfg.entry_limits, ref_dir,
+                                           [c.id for c in cases])
+            self.g.progress(f"{label}: entry")
+            with run_entry(self.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+                           problem) as entry:
+                return self.judge(plan, shapes, cases, ref, entry, limits)
+
+    def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: ContainerRun,
+              entry: ContainerRun, limits: Limits) -> tuple[list[ShapeResult], str]:
+        g = self.g
+        assert ref.out.result is not None  # _unusable said so
+        g.device_name = g.device_name or ref.out.result.device_name
+        ready = entry.out.ready
+        add(plan.phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,
+                          **harness_phases("reference", ref),
+                          "entry": entry.exit.wall_s, "entry_held": entry.exit.held_s,
+                          **harness_phases("entry", entry),
+                          **({"entry_import": ready.import_s}
+                             if ready and ready.import_s is not None else {})})
+        t0 = time.monotonic()
+        results = judge_problem(problem=plan.bundle.problem, shapes=shapes, cases=cases,
+                                reference=ref, entry=entry, static=plan.static,
+                                own_kernels=g.detector.own_kernels(plan.source),
+                                tracer=g.detector, max_output_bytes=limits.output_bytes)
+        add(plan.phases, {"judge": time.monotonic() - t0})  # the host's own comparing
+        return results, entry.exit.logs
+
+    def finish(self, plan: Planned) -> ProblemResult:
+        bundle = plan.bundle
+        verdict = worst([r.verdict for r in plan.results])
+        self.g.progress(f"{bundle.id}: done ({verdict})")
+        # From its first batch's start (what came before it ran beside the problem before),
+        # and its image work.
+        wall = plan.phases["image"] + time.monotonic() - (plan.started or time.monotonic())
+        return ProblemResult(
+            id=bundle.id, operator=bundle.problem.operator, verdict=verdict,
+            shapes=plan.results, findings=plan.static, kernel_file=plan.rel, image=plan.image,
+            wall_s=wall, detail=verdict.message, stderr_excerpt=tail(plan.logs),
+            phases_s=plan.phases)
+
+    def failed(self, bundle: ProblemBundle, exc: Exception) -> ProblemResult:
+        """A failure of the grader's own machinery (or a grader bug) while grading `bundle`:
+        an infra_error for that problem, so that the others are still graded."""
+        if isinstance(exc, InfraError):
+            detail = exc.message
+        elif isinstance(exc, OSError):  # the host's disk: ENOSPC in $TMPDIR and the like
+            where = f" ({exc.filename})" if exc.filename else ""
+            detail = f"host filesystem: {exc.strerror or exc}{where}"
+        else:
+            detail = f"grader bug: {type(exc).__name__}: {exc}"
+        self.g.progress(f"{bundle.id}: done (infra_error: {detail})")
+        rs = whole_problem(select_shapes(bundle, self.g.cfg), Verdict.INFRA_ERROR, detail,
+                           tail("".join(traceback.format_exception(exc))))
+        return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+                             verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)

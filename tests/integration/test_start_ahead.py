@@ -1,0 +1,196 @@
+"""Containers started one batch ahead (problem_run.Standby, grader/worker.py), against the
+real engine: the gate holds them before the entry's file is loaded, the batch they run beside
+waits for them before its job, a dead one is replaced, and whole runs grade the same."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+from docker.models.containers import ContainerCollection
+from test_faults import ALL, _bundle, _grader, _left, _verdicts
+from test_pair import KERNEL, _cases
+
+from grader.config import RunConfig
+from grader.harness.main import AT_GATE, STANDBY_ENV
+from grader.imaging import ensure, problem_plan
+from grader.problem_run import Batch, Sandbox, Standby, run_pair
+from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.spec import Limits
+from grader.verdicts import Verdict
+
+pytestmark = pytest.mark.docker
+
+
+def _sandbox(engine: DockerEngine, **kw: Any) -> Sandbox:
+    return Sandbox(engine=engine, session=f"test-{uuid.uuid4().hex[:8]}",
+                   python="/opt/venv/bin/python3", device="cpu", **kw)
+
+
+def _batch(engine: DockerEngine, runtime: Any) -> Batch:
+    cases, bundle = _cases()
+    image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
+    return Batch(image=image.tag, kernel_file=KERNEL, cases=[c for c in cases if not c.timing],
+                 ref_limits=Limits(wall_s=120.0, memory_bytes=4 << 30),
+                 entry_limits=Limits(wall_s=120.0), problem=bundle.problem)
+
+
+def _files(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir())
+
+
+def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+    sb = _sandbox(engine)
+    batch = _batch(engine, runtime)
+    try:
+        st = Standby(sb, batch)
+        st.settle()
+        assert st.usable()
+        # Imported and waiting: the entry's file not loaded (no ready.json), no input drawn.
+        assert _files(st.ent_out) == [AT_GATE]
+        assert _files(st.ref_out) == [".entry-in", AT_GATE]
+        assert _files(st.ent_in) == []
+        time.sleep(2.0)
+        t0 = time.monotonic()
+        with run_pair(sb, batch, standby=st) as pair:
+            assert pair.entry is not None
+            ref, entry = pair.reference, pair.entry
+            assert ref.exit.exit_code == 0 and entry.exit.exit_code == 0, entry.exit.logs
+            assert entry.out.result is not None and ref.out.result is not None
+            assert all(r.ok for r in entry.out.result.cases.values())
+            # The walls count from the release, not from the containers' start.
+            assert entry.exit.wall_s <= time.monotonic() - t0
+            for run in (ref, entry):
+                assert run.out.result is not None
+                assert run.out.result.phases_s["standby"] > 0
+                assert run.out.result.phases_s["gate"] >= 2.0
+        assert st.closed
+    finally:
+        engine.reap(sb.session)
+    assert _left(engine, sb.session) == []
+
+
+def test_the_job_waits_for_the_standby_beside(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+    """Batch A runs while batch B's containers start: A's entry gets its job (and would time)
+    only once both of B's harnesses wait at their gates; then B runs from its standby."""
+    sb = _sandbox(engine)
+    first, second = _batch(engine, runtime), _batch(engine, runtime)
+    try:
+        beside = Standby(sb, second)
+        with run_pair(sb, first, beside=beside) as pair:
+            assert pair.entry is not None and pair.entry.exit.exit_code == 0
+            job = (pair.ref_dir / ".entry-in" / "job.json").stat().st_mtime
+            gates = [(d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out)]
+            assert job >= max(gates)
+        assert beside.usable()
+        with run_pair(sb, second, standby=beside) as pair:
+            assert pair.entry is not None and pair.entry.exit.exit_code == 0
+            assert pair.entry.out.result is not None
+            assert "standby" in pair.entry.out.result.phases_s
+    finally:
+        engine.reap(sb.session)
+    assert _left(engine, sb.session) == []
+
+
+def test_a_standby_that_dies_is_replaced(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+    sb = _sandbox(engine)
+    batch = _batch(engine, runtime)
+    try:
+        st = Standby(sb, batch)
+        st.settle()
+        st.ent.kill()
+        assert st.idle() and not st.usable()
+        with run_pair(sb, batch, standby=st) as pair:
+            assert st.closed
+            assert pair.entry is not None and pair.entry.exit.exit_code == 0
+            assert pair.entry.out.result is not None
+            assert "standby" not in pair.entry.out.result.phases_s  # started afresh
+    finally:
+        engine.reap(sb.session)
+    assert _left(engine, sb.session) == []
+
+
+def test_a_standby_whose_harness_cannot_start_is_idle_and_unusable(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+    """Exited before its gate (here: an interpreter that fails at once): never waited on,
+    never used."""
+    sb = _sandbox(engine)
+    batch = _batch(engine, runtime)
+    broken = Sandbox(engine=engine, session=sb.session, python="/bin/false",
+                     device="cpu")
+    try:
+        st = Standby(broken, batch)
+        deadline = time.monotonic() + 30
+        while not st.idle():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert not st.usable()
+        st.close()
+    finally:
+        engine.reap(sb.session)
+    assert _left(engine, sb.session) == []
+
+
+def _run(tmp_path: Path, engine: DockerEngine, **kw: Any) -> tuple[Any, list[str], str]:
+    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="on", **kw)
+    lines: list[str] = []
+    grader = _grader(cfg, engine, progress=lines.append)
+    return grader.run(), lines, grader.session
+
+
+def test_a_run_started_ahead_grades_the_same(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rep, lines, session = _run(tmp_path, engine)
+    assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
+    first, *rest = rep.problems
+    assert "entry.standby" not in first.phases_s
+    for p in rest:  # their imports were made beside the problem before
+        assert p.phases_s["entry.standby"] > 0 and p.phases_s["reference.standby"] > 0
+    # Each next problem is taken before the last batch of the one before (for its standby).
+    assert lines.index("rmsnorm: image") < lines.index("vector_add: done (passed)")
+    assert rep.wall_s is not None and rep.wall_s > 0
+    assert _left(engine, session) == []
+
+
+def test_a_standby_killed_at_its_gate_is_started_afresh(engine, runtime, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    real = Standby.__init__
+    made: list[Standby] = []
+
+    def killing(self: Standby, *args: Any, **kw: Any) -> None:
+        real(self, *args, **kw)
+        if self.gated and not made:  # the first standby: its entry dies while it waits
+            made.append(self)
+            self.ent.kill()
+
+    monkeypatch.setattr(Standby, "__init__", killing)
+    rep, _lines, session = _run(tmp_path, engine)
+    assert made
+    assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
+    assert "entry.standby" not in rep.problems[1].phases_s  # rmsnorm's was replaced
+    assert _left(engine, session) == []
+
+
+def test_a_standby_that_cannot_start_is_not_a_failure(engine, runtime, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine refuses the first container started ahead: that problem starts its own in
+    its turn, and every problem passes."""
+    real_run: Callable[..., Any] = ContainerCollection.run
+    refused: list[int] = []
+
+    def run(self: ContainerCollection, *args: Any, **kwargs: Any) -> Any:
+        if not refused and (kwargs.get("environment") or {}).get(STANDBY_ENV) == "1":
+            refused.append(1)
+            raise docker.errors.APIError("500 Server Error: no more containers (fault drill)")
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(ContainerCollection, "run", run)
+    rep, lines, session = _run(tmp_path, engine)
+    assert refused
+    assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
+    assert any(line.startswith("rmsnorm: cannot start its containers ahead") for line in lines)
+    assert _left(engine, session) == []
