@@ -23,7 +23,7 @@ from grader.doctor import gpu_mode, gpu_nodes
 from grader.errors import InfraError, UsageError
 from grader.imaging import HOST_BINDS, ensure_runtime
 from grader.intake import Submission, open_bundle
-from grader.problem_run import Sandbox, TimingKnobs
+from grader.jobs import Sandbox, TimingKnobs
 from grader.report.model import (
     Environment,
     ProblemResult,

@@ -15,7 +15,7 @@ from grader.detect.dynamic import verdict_for
 from grader.detect.findings import Finding, Layer, Severity
 from grader.evidence import OutDir
 from grader.formats.problem import Problem, Shape
-from grader.problem_run import Case, ContainerRun
+from grader.jobs import Case, ContainerRun
 from grader.report.model import Comparison, KernelTime, ShapeResult, Timing, Trace
 from grader.verdicts import Verdict, worst
 

@@ -11,10 +11,7 @@ protocol in grader/harness/main.py).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,177 +19,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import batching
-from grader.evidence import OutDir, read_out_dir, read_result
-from grader.formats.problem import Problem, Shape
-from grader.harness.main import AT_GATE, CASES_DONE, STANDBY_ENV, START
-from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
+from grader.evidence import read_out_dir, read_result
+from grader.formats.problem import Problem
+from grader.harness.main import AT_GATE, CASES_DONE, START
+from grader.jobs import (
+    Case,
+    ContainerRun,
+    Sandbox,
+    container_spec,
+    deliver,
+    entry_in,
+    entry_spec,
+    fresh_in_dir,
+    io_binds,
+    reference_job,
+    write_job,
+)
 from grader.sandbox.capped import capped_dir
-from grader.sandbox.docker_engine import POLL_S, DockerEngine, ExitState
-from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
+from grader.sandbox.docker_engine import POLL_S, ExitState
+from grader.sandbox.spec import Limits, Role
 
-BOOT = f"{C_LIB}/grader_harness/boot.py"
 # The longest a standby's containers may take to reach their gates (a cold `import torch` on a
 # loaded host is seconds): one that has not is dropped, and its batch starts afresh.
 GATE_WAIT_S = 300.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Case:
-    id: str  # "<shape>.<k>": a safe file name
-    shape: Shape
-    seed: int
-    timing: bool = False  # an input set for the timed loop, not for the correctness calls
-    # Module problems: the seed both containers build the case's module under. Derived from
-    # the run's secret and the case seed, never equal to it (grade.derive_module_seed).
-    module_seed: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class TimingKnobs:
-    sets_per_shape: int = 3
-    l2_flush_bytes: int = 256 << 20  # at least twice the L2 of any GPU we profile
-    rse_target: float = 0.01
-    budget_s: float = 5.0
-    # The reference is timed only for the report's speed-up column: a shorter budget. Slow
-    # references spent it whole (attention_prefill's: 24 s of a 61 s problem on the H200,
-    # 2026-12-01).
-    reference_budget_s: float = 1.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContainerRun:
-    exit: ExitState
-    out: OutDir
-
-
-@dataclass(frozen=True, kw_only=True)
-class Sandbox:
-    """What every container of this run shares."""
-
-    engine: DockerEngine
-    session: str
-    python: str
-    device: str
-    gpu: GpuAccess | None = None
-    extra_binds: tuple[Bind, ...] = ()  # host-runtime mode: the host's toolchain, read-only
-    timing: TimingKnobs | None = None  # None: no timed loop (the CPU interpreter)
-
-
-@contextmanager
-def _in_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="grader-in-"))
-    try:
-        os.chmod(path, 0o755)
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _write_job(in_dir: Path, job: dict[str, object]) -> None:
-    tmp = in_dir / ".job.json.part"
-    tmp.write_text(json.dumps(job))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, in_dir / "job.json")
-
-
-def _entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
-    job = _timing_job(sb, cases, reference=False)
-    job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
-    job.update(_module_job(problem, cases))
-    return job
-
-
-def _module_job(problem: Problem | None, cases: list[Case]) -> dict[str, object]:
-    """A module problem's constructor arguments and seed per case (timing sets included),
-    the same in the reference's job and the entry's."""
-    if problem is None or problem.interface != "module":
-        return {}
-    return {"module": {c.id: {"init": problem.init_kwargs(c.shape), "seed": c.module_seed}
-                       for c in cases}}
-
-
-def _entry_args(problem: Problem | None) -> tuple[str, ...]:
-    """The harness's arguments after `entry`: a module problem's class names."""
-    if problem is None or problem.interface != "module":
-        return ()
-    return problem.entry_names()
-
-
-def _timing_job(sb: Sandbox, cases: list[Case], *, reference: bool) -> dict[str, object]:
-    """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU)."""
-    job: dict[str, object] = {}
-    if sb.timing is not None:
-        timing: dict[str, list[str]] = {}
-        for c in cases:
-            if c.timing:
-                timing.setdefault(c.shape.id, []).append(c.id)
-        job.update(timing=timing, l2_flush_bytes=sb.timing.l2_flush_bytes,
-                   rse_target=sb.timing.rse_target,
-                   budget_s=sb.timing.reference_budget_s if reference else sb.timing.budget_s)
-    return job
-
-
-def _spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
-          masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
-          ) -> ContainerSpec:
-    env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "GRADER_DEVICE": sb.device,
-           "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-                   "/usr/bin:/sbin:/bin"}
-    if sb.device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    if gated:
-        env[STANDBY_ENV] = "1"
-    return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
-                         role=role, session=sb.session, env=env,
-                         binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
-
-
-def _reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
-    job = _timing_job(sb, cases, reference=True)
-    job.update(device=sb.device, cases=[
-        {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
-    job.update(_module_job(problem, cases))
-    return job
-
-
-def _io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
-    return [Bind(host=str(in_dir), container=C_IN),
-            Bind(host=str(out_dir), container=C_OUT, read_only=False)]
-
-
-def _entry_spec(sb: Sandbox, image: str, kernel_file: Path, in_dir: Path, out_dir: Path,
-                limits: Limits, problem: Problem | None, gated: bool = False) -> ContainerSpec:
-    binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
-             *_io_binds(in_dir, out_dir)]
-    return _spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
-                 args=_entry_args(problem), gated=gated)
-
-
-def _entry_in(ref_out: Path) -> Path:
-    """The entry's input folder: inside the reference's output folder, so that inputs are
-    hard links, not copies (at production shapes a batch's inputs are gigabytes: one copy
-    less of each, and no second place to hold them). The entry's container sees only this
-    folder, read-only; the reference's sees it too, owned by root, and cannot write there."""
-    path = ref_out / ".entry-in"
-    path.mkdir(mode=0o755, exist_ok=True)  # exists: run_pair's entry outgrew its caps
-    os.chmod(path, 0o755)
-    return path
-
-
-def _deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
-             in_dir: Path) -> None:
-    """The entry's inputs and job, placed once it has been imported."""
-    for c in cases:
-        src = ref_out / f"{c.id}.in"
-        if src.is_file():
-            dst = in_dir / f"{c.id}.in"
-            try:
-                os.link(src, dst)
-            except OSError:  # a filesystem that refuses hard links: copy
-                shutil.copyfile(src, dst)
-            os.chmod(dst, 0o644)
-    _write_job(in_dir, _entry_job(sb, cases, problem))
 
 
 @contextmanager
@@ -200,9 +49,9 @@ def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits,
                   problem: Problem | None = None) -> Iterator[tuple[ContainerRun, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block).
     `problem` says how to call it (None: a function-style problem)."""
-    with _in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        _write_job(in_dir, _reference_job(sb, cases, problem))
-        spec = _spec(sb, image, Role.REFERENCE, _io_binds(in_dir, out_dir), limits)
+    with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
+        write_job(in_dir, reference_job(sb, cases, problem))
+        spec = container_spec(sb, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
         exit_state = sb.engine.run(spec)
         yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir)), out_dir
 
@@ -213,16 +62,16 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
     """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with capped_dir(limits.output_bytes) as out_dir:
-        in_dir = _entry_in(ref_out)
+        in_dir = entry_in(ref_out)
         delivered = False
 
         def deliver_when_ready() -> None:
             nonlocal delivered
             if not delivered and (out_dir / "ready.json").exists():
                 delivered = True
-                _deliver(sb, cases, problem, ref_out, in_dir)
+                deliver(sb, cases, problem, ref_out, in_dir)
 
-        spec = _entry_spec(sb, image, kernel_file, in_dir, out_dir, limits, problem)
+        spec = entry_spec(sb, image, kernel_file, in_dir, out_dir, limits, problem)
         exit_state = sb.engine.run(spec, on_poll=deliver_when_ready)
         yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir))
 
@@ -260,17 +109,17 @@ class Standby:
         self.closed = False
         self._stack = contextlib.ExitStack()
         try:
-            self.ref_in = self._stack.enter_context(_in_dir())
+            self.ref_in = self._stack.enter_context(fresh_in_dir())
             self.ref_out = self._stack.enter_context(capped_dir(batch.ref_limits.output_bytes))
-            self.ent_in = _entry_in(self.ref_out)
+            self.ent_in = entry_in(self.ref_out)
             self.ent_out = self._stack.enter_context(
                 capped_dir(batch.entry_limits.output_bytes))
-            _write_job(self.ref_in, {**_reference_job(sb, batch.cases, batch.problem),
+            write_job(self.ref_in, {**reference_job(sb, batch.cases, batch.problem),
                                      **({"hold": True} if self.hold else {})})
-            self.ref = self._stack.enter_context(sb.engine.start(_spec(
-                sb, batch.image, Role.REFERENCE, _io_binds(self.ref_in, self.ref_out),
+            self.ref = self._stack.enter_context(sb.engine.start(container_spec(
+                sb, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
                 batch.ref_limits, gated=gated)))
-            self.ent = self._stack.enter_context(sb.engine.start(_entry_spec(
+            self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
                 sb, batch.image, batch.kernel_file, self.ent_in, self.ent_out,
                 batch.entry_limits, batch.problem, gated=gated)))
         except BaseException:
@@ -403,7 +252,7 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pai
         if not delivered and ready and ent_exit is None and outgrown is None:
             if cases_ok and (beside is None or beside.idle()):
                 delivered = True
-                _deliver(sb, cases, batch.problem, st.ref_out, st.ent_in)
+                deliver(sb, cases, batch.problem, st.ref_out, st.ent_in)
             else:
                 ent.extend(step)  # imported, waiting for the reference (or the standby)
         if hold and cases_ok and not released:

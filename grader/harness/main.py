@@ -113,13 +113,14 @@ def _standby(phase: Phases) -> None:
     if os.environ.get(STANDBY_ENV) != "1":
         return
     with phase("standby"):
-        import torch  # noqa: F401  (CPU only: CUDA initialises lazily, after the gate)
+        import torch  # CPU only: CUDA initialises lazily, after the gate
 
         try:
             import triton  # noqa: F401
         except ImportError:  # a runtime without Triton: the entry's own import says so
             pass
-    _write_json(AT_GATE, {"ok": True})
+    # Evidence for tests/gpu (the host decides nothing on it): no CUDA context before the gate.
+    _write_json(AT_GATE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized()})
     with phase("gate"):
         _wait_for(IN / START, HOLD_WAIT_S)
 

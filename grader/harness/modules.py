@@ -3,7 +3,7 @@
 The reference container builds the reference's `Model` and the entry container the entry's
 class, each with the same constructor arguments and under the same seed, so parameters drawn
 in a constructor (nn.Linear weights) are identical on both sides. The seed comes from the host,
-derived from the case's secret seed but not equal to it (grade.derive_module_seed). The host's
+derived from the case's secret seed but not equal to it (worker.derive_module_seed). The host's
 `grader roofline derive` and the importers build modules with the same function.
 Standard library and torch only: this file also runs next to entry code.
 """

@@ -5,8 +5,11 @@ Run on the H200 with bench/gpu_session.sh; docs/benchmarks.md records what it sh
 
 from __future__ import annotations
 
+import json
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,13 +20,13 @@ from grader.verdicts import Verdict
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 
 
-def _grade(example: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+def _grade(example: str, tmp_path: Path, **kw: Any):  # type: ignore[no-untyped-def]
     from grader.bundle_tools import create_bundle
 
     bundle = tmp_path / f"{example}.tar"
     create_bundle(REPO / "examples" / example, bundle)
     return grade_bundle(RunRequest(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
-                                   runtime="host", python=sys.executable, quiet=True))
+                                   runtime="host", python=sys.executable, quiet=True, **kw))
 
 
 def test_triton_example_passes_with_timings_and_own_kernels(tmp_path: Path) -> None:
@@ -44,3 +47,45 @@ def test_torch_fallback_is_caught_with_vendor_kernels(tmp_path: Path) -> None:
     matmul = next(p for p in rep.problems if p.id == "matmul")
     kinds = {k.kind for s in matmul.shapes if s.trace for k in s.trace.device_kernels}
     assert "vendor" in kinds
+
+
+def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
+    rep = _grade("triton", tmp_path, start_ahead="on")
+    assert {s.verdict for p in rep.problems for s in p.shapes} == {Verdict.PASSED}
+    for p in rep.problems[1:]:
+        assert p.phases_s["entry.standby"] > 0, p.phases_s
+
+
+def test_started_ahead_a_standby_has_no_cuda_context_at_its_gate(tmp_path: Path) -> None:
+    from grader.grade import make_sandbox
+    from grader.harness.main import AT_GATE
+    from grader.imaging import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.jobs import Case
+    from grader.problem_run import Batch, Standby
+    from grader.runner import to_config
+    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.spec import Limits
+    from grader.suite import load_suite
+
+    engine = DockerEngine()
+    cfg = to_config(RunRequest(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
+                               runtime="host", python=sys.executable))
+    sb = make_sandbox(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
+    runtime = ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable))
+    bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
+    shape = bundle.problem.shapes[0]
+    image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
+    batch = Batch(image=image.tag, kernel_file=REPO / "examples" / "triton" / "kernels" /
+                  "vector_add.py", cases=[Case(id=f"{shape.id}.0", shape=shape, seed=1)],
+                  ref_limits=cfg.reference_limits, entry_limits=Limits(wall_s=120.0),
+                  problem=bundle.problem)
+    try:
+        st = Standby(sb, batch)
+        st.settle()
+        assert st.usable()
+        for out in (st.ref_out, st.ent_out):
+            assert json.loads((out / AT_GATE).read_text()) == {"ok": True,
+                                                                "cuda_initialized": False}
+        st.close()
+    finally:
+        engine.reap(sb.session)

@@ -15,8 +15,9 @@ import pytest
 from grader.grade import derive_seed
 from grader.harness.main import CASES_DONE
 from grader.imaging import ensure, problem_plan
+from grader.jobs import Case, Sandbox, TimingKnobs
 from grader.paths import REPO
-from grader.problem_run import Batch, Case, Sandbox, TimingKnobs, run_pair
+from grader.problem_run import Batch, run_pair
 from grader.sandbox.spec import Limits
 from grader.suite import ProblemBundle, load_suite
 

@@ -4,6 +4,7 @@ waits for them before its job, a dead one is replaced, and whole runs grade the 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -19,7 +20,8 @@ from test_pair import KERNEL, _cases
 from grader.config import RunConfig
 from grader.harness.main import AT_GATE, STANDBY_ENV
 from grader.imaging import ensure, problem_plan
-from grader.problem_run import Batch, Sandbox, Standby, run_pair
+from grader.jobs import Sandbox
+from grader.problem_run import Batch, Standby, run_pair
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Limits
 from grader.verdicts import Verdict
@@ -55,6 +57,7 @@ def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime) 
         assert _files(st.ent_out) == [AT_GATE]
         assert _files(st.ref_out) == [".entry-in", AT_GATE]
         assert _files(st.ent_in) == []
+        assert json.loads((st.ent_out / AT_GATE).read_text())["cuda_initialized"] is False
         time.sleep(2.0)
         t0 = time.monotonic()
         with run_pair(sb, batch, standby=st) as pair:

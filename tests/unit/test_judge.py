@@ -9,8 +9,8 @@ import torch
 from grader.evidence import CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
+from grader.jobs import Case, ContainerRun
 from grader.judge import judge_problem, replay_signature
-from grader.problem_run import Case, ContainerRun
 from grader.report.model import Trace
 from grader.sandbox.docker_engine import ExitState
 from grader.verdicts import Verdict

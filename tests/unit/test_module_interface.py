@@ -29,8 +29,8 @@ from grader.grade import derive_module_seed, derive_seed
 from grader.harness import tensors
 from grader.harness.modules import as_function, build_module, find_class
 from grader.importers import ImportOptions, import_suite
+from grader.jobs import Case, entry_args, module_job
 from grader.paths import REPO
-from grader.problem_run import Case, _entry_args, _module_job
 from grader.suite import ProblemBundle, load_problem
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
@@ -108,11 +108,11 @@ def test_jobs_carry_constructor_arguments_only_for_module_problems() -> None:
     p = _problem(PROBLEM)
     cases = [Case(id="s.0", shape=p.shapes[0], seed=1, module_seed=9),
              Case(id="s.t0", shape=p.shapes[0], seed=2, module_seed=10, timing=True)]
-    assert _module_job(p, cases) == {"module": {"s.0": {"init": {"i": 8, "o": 4}, "seed": 9},
+    assert module_job(p, cases) == {"module": {"s.0": {"init": {"i": 8, "o": 4}, "seed": 9},
                                                 "s.t0": {"init": {"i": 8, "o": 4}, "seed": 10}}}
-    assert _entry_args(p) == ("ModelNew", "Model")
+    assert entry_args(p) == ("ModelNew", "Model")
     fn = p.model_copy(update={"interface": "function", "init_params": []})
-    assert _module_job(fn, cases) == {} and _entry_args(fn) == () and _module_job(None, cases) == {}
+    assert module_job(fn, cases) == {} and entry_args(fn) == () and module_job(None, cases) == {}
 
 
 # -- building modules ------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def _run_pair(tmp_path: Path, bundle: ProblemBundle, entry: Path) -> dict[str, A
     for mode in ("reference", "entry"):
         (tmp_path / f"{mode}-in").mkdir()
         (tmp_path / f"{mode}-out").mkdir()
-    job = {"device": "cpu", **_module_job(p, cases)}
+    job = {"device": "cpu", **module_job(p, cases)}
     (tmp_path / "reference-in" / "job.json").write_text(json.dumps({**job, "cases": [
         {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases]}))
     res = _harness(tmp_path, "reference", bundle.directory, entry)
@@ -236,7 +236,7 @@ def _run_pair(tmp_path: Path, bundle: ProblemBundle, entry: Path) -> dict[str, A
         shutil.copy(tmp_path / "reference-out" / f"{c.id}.in", tmp_path / "entry-in")
     (tmp_path / "entry-in" / "job.json").write_text(json.dumps(
         {**job, "cases": [{"id": c.id} for c in cases]}))
-    res = _harness(tmp_path, "entry", bundle.directory, entry, *_entry_args(p))
+    res = _harness(tmp_path, "entry", bundle.directory, entry, *entry_args(p))
     assert res.returncode == 0, res.stderr[-3000:]
     result: dict[str, Any] = json.loads((tmp_path / "entry-out" / "result.json").read_text())
     return result

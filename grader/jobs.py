@@ -1,0 +1,184 @@
+"""What each container of a batch is given: its interpreter, environment and binds (its
+spec), its folders, and its job; and the shared types of a batch's runs (problem_run.py runs
+them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.evidence import OutDir
+from grader.formats.problem import Problem, Shape
+from grader.harness.main import STANDBY_ENV
+from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
+from grader.sandbox.docker_engine import DockerEngine, ExitState
+from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
+
+BOOT = f"{C_LIB}/grader_harness/boot.py"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    id: str  # "<shape>.<k>": a safe file name
+    shape: Shape
+    seed: int
+    timing: bool = False  # an input set for the timed loop, not for the correctness calls
+    # Module problems: the seed both containers build the case's module under. Derived from
+    # the run's secret and the case seed, never equal to it (worker.derive_module_seed).
+    module_seed: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimingKnobs:
+    sets_per_shape: int = 3
+    l2_flush_bytes: int = 256 << 20  # at least twice the L2 of any GPU we profile
+    rse_target: float = 0.01
+    budget_s: float = 5.0
+    # The reference is timed only for the report's speed-up column: a shorter budget. Slow
+    # references spent it whole (attention_prefill's: 24 s of a 61 s problem on the H200,
+    # 2026-12-01).
+    reference_budget_s: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerRun:
+    exit: ExitState
+    out: OutDir
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sandbox:
+    """What every container of this run shares."""
+
+    engine: DockerEngine
+    session: str
+    python: str
+    device: str
+    gpu: GpuAccess | None = None
+    extra_binds: tuple[Bind, ...] = ()  # host-runtime mode: the host's toolchain, read-only
+    timing: TimingKnobs | None = None  # None: no timed loop (the CPU interpreter)
+
+
+@contextmanager
+def fresh_in_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="grader-in-"))
+    try:
+        os.chmod(path, 0o755)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def write_job(in_dir: Path, job: dict[str, object]) -> None:
+    tmp = in_dir / ".job.json.part"
+    tmp.write_text(json.dumps(job))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, in_dir / "job.json")
+
+
+def entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
+    job = timing_job(sb, cases, reference=False)
+    job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
+    job.update(module_job(problem, cases))
+    return job
+
+
+def module_job(problem: Problem | None, cases: list[Case]) -> dict[str, object]:
+    """A module problem's constructor arguments and seed per case (timing sets included),
+    the same in the reference's job and the entry's."""
+    if problem is None or problem.interface != "module":
+        return {}
+    return {"module": {c.id: {"init": problem.init_kwargs(c.shape), "seed": c.module_seed}
+                       for c in cases}}
+
+
+def entry_args(problem: Problem | None) -> tuple[str, ...]:
+    """The harness's arguments after `entry`: a module problem's class names."""
+    if problem is None or problem.interface != "module":
+        return ()
+    return problem.entry_names()
+
+
+def timing_job(sb: Sandbox, cases: list[Case], *, reference: bool) -> dict[str, object]:
+    """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU)."""
+    job: dict[str, object] = {}
+    if sb.timing is not None:
+        timing: dict[str, list[str]] = {}
+        for c in cases:
+            if c.timing:
+                timing.setdefault(c.shape.id, []).append(c.id)
+        job.update(timing=timing, l2_flush_bytes=sb.timing.l2_flush_bytes,
+                   rse_target=sb.timing.rse_target,
+                   budget_s=sb.timing.reference_budget_s if reference else sb.timing.budget_s)
+    return job
+
+
+def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
+                   masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
+                   ) -> ContainerSpec:
+    """A container of this batch; `gated`: a standby's (problem_run.Standby)."""
+    env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "GRADER_DEVICE": sb.device,
+           "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                   "/usr/bin:/sbin:/bin"}
+    if sb.device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    if gated:
+        env[STANDBY_ENV] = "1"
+    return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
+                         role=role, session=sb.session, env=env,
+                         binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
+
+
+def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
+    job = timing_job(sb, cases, reference=True)
+    job.update(device=sb.device, cases=[
+        {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
+    job.update(module_job(problem, cases))
+    return job
+
+
+def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
+    return [Bind(host=str(in_dir), container=C_IN),
+            Bind(host=str(out_dir), container=C_OUT, read_only=False)]
+
+
+def entry_spec(sb: Sandbox, image: str, kernel_file: Path, in_dir: Path, out_dir: Path,
+               limits: Limits, problem: Problem | None, gated: bool = False) -> ContainerSpec:
+    binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
+             *io_binds(in_dir, out_dir)]
+    return container_spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
+                          args=entry_args(problem), gated=gated)
+
+
+def entry_in(ref_out: Path) -> Path:
+    """The entry's input folder: inside the reference's output folder, so that inputs are
+    hard links, not copies (at production shapes a batch's inputs are gigabytes: one copy
+    less of each, and no second place to hold them). The entry's container sees only this
+    folder, read-only; the reference's sees it too, owned by root, and cannot write there."""
+    path = ref_out / ".entry-in"
+    path.mkdir(mode=0o755, exist_ok=True)  # exists: run_pair's entry outgrew its caps
+    os.chmod(path, 0o755)
+    return path
+
+
+def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
+            in_dir: Path) -> None:
+    """The entry's inputs and job, placed once it has been imported."""
+    for c in cases:
+        src = ref_out / f"{c.id}.in"
+        if src.is_file():
+            dst = in_dir / f"{c.id}.in"
+            try:
+                os.link(src, dst)
+            except OSError:  # a filesystem that refuses hard links: copy
+                shutil.copyfile(src, dst)
+            os.chmod(dst, 0o644)
+    write_job(in_dir, entry_job(sb, cases, problem))
