@@ -99,6 +99,8 @@ class Planned:
     results: list[ShapeResult] = field(default_factory=list)
     logs: str = ""
     started: float | None = None  # when its first batch began
+    # The problem its worker took next, before this one's last batch (for its standby).
+    taken_next: Planned | ProblemResult | None = None
 
     def label(self, k: int) -> str:
         n = len(self.parts)
@@ -147,27 +149,35 @@ class Worker:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
         cur = self.open(claim())
-        while cur is not None:
-            nxt: Planned | ProblemResult | None = None
-            if isinstance(cur, ProblemResult):
-                result = cur
-            else:
-                try:
-                    for k in range(len(cur.parts)):
-                        if self.ahead and k == len(cur.parts) - 1:  # for its standby
-                            nxt = self.open(claim())
-                        beside = self._start_next(cur, k, nxt)
-                        self.grade_batch(cur, k, beside)
-                    result = self.finish(cur)
-                except Exception as exc:
-                    result = self.failed(cur.bundle, exc)
-                finally:
-                    cur.close()
-            if not finished(result):
-                if isinstance(nxt, Planned):
-                    nxt.close()
-                return
-            cur = nxt if nxt is not None else self.open(claim())
+        nxt: Planned | ProblemResult | None = None
+        try:
+            while cur is not None:
+                nxt = None
+                result = cur if isinstance(cur, ProblemResult) else self._grade(cur, claim)
+                if isinstance(cur, Planned):
+                    nxt = cur.taken_next
+                if not finished(result):
+                    return
+                cur, nxt = (nxt if nxt is not None else self.open(claim())), None
+        finally:  # an interrupt, or the run stopped: no standby outlives the worker
+            for plan in (cur, nxt):
+                if isinstance(plan, Planned):
+                    plan.close()
+
+    def _grade(self, cur: Planned, claim: Claim) -> ProblemResult:
+        """Every batch of `cur`; with starting ahead, the next problem is taken from `claim`
+        before the last one (cur.taken_next) and its first batch's containers started."""
+        try:
+            for k in range(len(cur.parts)):
+                if self.ahead and k == len(cur.parts) - 1:
+                    cur.taken_next = self.open(claim())
+                beside = self._start_next(cur, k, cur.taken_next)
+                self.grade_batch(cur, k, beside)
+            return self.finish(cur)
+        except Exception as exc:
+            return self.failed(cur.bundle, exc)
+        finally:
+            cur.close()
 
     def open(self, bundle: ProblemBundle | None) -> Planned | ProblemResult | None:
         """`bundle` planned; or its result when there is nothing to grade (no kernel) or the
