@@ -149,20 +149,18 @@ class Worker:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
         cur = self.open(claim())
-        nxt: Planned | ProblemResult | None = None
         try:
             while cur is not None:
-                nxt = None
                 result = cur if isinstance(cur, ProblemResult) else self._grade(cur, claim)
-                if isinstance(cur, Planned):
-                    nxt = cur.taken_next
+                nxt = cur.taken_next if isinstance(cur, Planned) else None
                 if not finished(result):
                     return
-                cur, nxt = (nxt if nxt is not None else self.open(claim())), None
+                cur = nxt if nxt is not None else self.open(claim())
         finally:  # an interrupt, or the run stopped: no standby outlives the worker
-            for plan in (cur, nxt):
-                if isinstance(plan, Planned):
-                    plan.close()
+            if isinstance(cur, Planned):
+                cur.close()
+                if isinstance(cur.taken_next, Planned):
+                    cur.taken_next.close()
 
     def _grade(self, cur: Planned, claim: Claim) -> ProblemResult:
         """Every batch of `cur`; with starting ahead, the next problem is taken from `claim`
