@@ -84,7 +84,6 @@ class Planned:
     """A problem made ready to grade (image, cases, batches), and its results so far."""
 
     bundle: ProblemBundle
-    shapes: list[Shape]
     kernel: Path
     rel: str
     source: str
@@ -215,7 +214,7 @@ class Worker:
                      for c in cases]
         per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
         parts = batching.batches(bundle.problem, shapes, per_shape, g.cfg.batch_bytes)
-        return Planned(bundle=bundle, shapes=shapes, kernel=kernel, rel=rel, source=source,
+        return Planned(bundle=bundle, kernel=kernel, rel=rel, source=source,
                        static=static, image=image.tag, cases=cases, per_shape=per_shape,
                        parts=parts, phases=phases)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,18 @@ def _sandbox(engine: DockerEngine, **kw: Any) -> Sandbox:
                    python="/opt/venv/bin/python3", device="cpu", **kw)
 
 
+@pytest.fixture()
+def sb(engine: DockerEngine) -> Iterator[Sandbox]:
+    """A CPU sandbox of its own session; afterwards its containers are reaped, and none
+    may have been left behind."""
+    box = _sandbox(engine)
+    try:
+        yield box
+    finally:
+        engine.reap(box.session)
+    assert _left(engine, box.session) == []
+
+
 def _batch(engine: DockerEngine, runtime: Any) -> Batch:
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
@@ -46,96 +58,76 @@ def _files(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir())
 
 
-def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime) -> None:  # type: ignore[no-untyped-def]
-    sb = _sandbox(engine)
+def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
     batch = _batch(engine, runtime)
-    try:
-        st = Standby(sb, batch)
-        st.settle()
-        assert st.usable()
-        # Imported and waiting: the entry's file not loaded (no ready.json), no input drawn.
-        assert _files(st.ent_out) == [AT_GATE]
-        assert _files(st.ref_out) == [".entry-in", AT_GATE]
-        assert _files(st.ent_in) == []
-        assert json.loads((st.ent_out / AT_GATE).read_text())["cuda_initialized"] is False
-        time.sleep(2.0)
-        t0 = time.monotonic()
-        with run_pair(sb, batch, standby=st) as pair:
-            assert pair.entry is not None
-            ref, entry = pair.reference, pair.entry
-            assert ref.exit.exit_code == 0 and entry.exit.exit_code == 0, entry.exit.logs
-            assert entry.out.result is not None and ref.out.result is not None
-            assert all(r.ok for r in entry.out.result.cases.values())
-            # The walls count from the release, not from the containers' start.
-            assert entry.exit.wall_s <= time.monotonic() - t0
-            for run in (ref, entry):
-                assert run.out.result is not None
-                assert run.out.result.phases_s["standby"] > 0
-                assert run.out.result.phases_s["gate"] >= 2.0
-        assert st.closed
-    finally:
-        engine.reap(sb.session)
-    assert _left(engine, sb.session) == []
+    st = Standby(sb, batch)
+    st.settle()
+    assert st.usable()
+    # Imported and waiting: the entry's file not loaded (no ready.json), no input drawn.
+    assert _files(st.ent_out) == [AT_GATE]
+    assert _files(st.ref_out) == [".entry-in", AT_GATE]
+    assert _files(st.ent_in) == []
+    assert json.loads((st.ent_out / AT_GATE).read_text())["cuda_initialized"] is False
+    time.sleep(2.0)
+    t0 = time.monotonic()
+    with run_pair(sb, batch, standby=st) as pair:
+        assert pair.entry is not None
+        ref, entry = pair.reference, pair.entry
+        assert ref.exit.exit_code == 0 and entry.exit.exit_code == 0, entry.exit.logs
+        assert entry.out.result is not None and ref.out.result is not None
+        assert all(r.ok for r in entry.out.result.cases.values())
+        # The walls count from the release, not from the containers' start.
+        assert entry.exit.wall_s <= time.monotonic() - t0
+        for run in (ref, entry):
+            assert run.out.result is not None
+            assert run.out.result.phases_s["standby"] > 0
+            assert run.out.result.phases_s["gate"] >= 2.0
+    assert st.closed
 
 
-def test_the_job_waits_for_the_standby_beside(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+def test_the_job_waits_for_the_standby_beside(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
     """Batch A runs while batch B's containers start: A's entry gets its job (and would time)
     only once both of B's harnesses wait at their gates; then B runs from its standby."""
-    sb = _sandbox(engine)
     first, second = _batch(engine, runtime), _batch(engine, runtime)
-    try:
-        beside = Standby(sb, second)
-        with run_pair(sb, first, beside=beside) as pair:
-            assert pair.entry is not None and pair.entry.exit.exit_code == 0
-            job = (pair.ref_dir / ".entry-in" / "job.json").stat().st_mtime
-            gates = [(d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out)]
-            assert job >= max(gates)
-        assert beside.usable()
-        with run_pair(sb, second, standby=beside) as pair:
-            assert pair.entry is not None and pair.entry.exit.exit_code == 0
-            assert pair.entry.out.result is not None
-            assert "standby" in pair.entry.out.result.phases_s
-    finally:
-        engine.reap(sb.session)
-    assert _left(engine, sb.session) == []
+    beside = Standby(sb, second)
+    with run_pair(sb, first, beside=beside) as pair:
+        assert pair.entry is not None and pair.entry.exit.exit_code == 0
+        job = (pair.ref_dir / ".entry-in" / "job.json").stat().st_mtime
+        gates = [(d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out)]
+        assert job >= max(gates)
+    assert beside.usable()
+    with run_pair(sb, second, standby=beside) as pair:
+        assert pair.entry is not None and pair.entry.exit.exit_code == 0
+        assert pair.entry.out.result is not None
+        assert "standby" in pair.entry.out.result.phases_s
 
 
-def test_a_standby_that_dies_is_replaced(engine, runtime) -> None:  # type: ignore[no-untyped-def]
-    sb = _sandbox(engine)
+def test_a_standby_that_dies_is_replaced(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
     batch = _batch(engine, runtime)
-    try:
-        st = Standby(sb, batch)
-        st.settle()
-        st.ent.kill()
-        assert st.idle() and not st.usable()
-        with run_pair(sb, batch, standby=st) as pair:
-            assert st.closed
-            assert pair.entry is not None and pair.entry.exit.exit_code == 0
-            assert pair.entry.out.result is not None
-            assert "standby" not in pair.entry.out.result.phases_s  # started afresh
-    finally:
-        engine.reap(sb.session)
-    assert _left(engine, sb.session) == []
+    st = Standby(sb, batch)
+    st.settle()
+    st.ent.kill()
+    assert st.idle() and not st.usable()
+    with run_pair(sb, batch, standby=st) as pair:
+        assert st.closed
+        assert pair.entry is not None and pair.entry.exit.exit_code == 0
+        assert pair.entry.out.result is not None
+        assert "standby" not in pair.entry.out.result.phases_s  # started afresh
 
 
-def test_a_standby_whose_harness_cannot_start_is_idle_and_unusable(engine, runtime) -> None:  # type: ignore[no-untyped-def]
+def test_a_standby_whose_harness_cannot_start_is_unusable(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
     """Exited before its gate (here: an interpreter that fails at once): never waited on,
     never used."""
-    sb = _sandbox(engine)
     batch = _batch(engine, runtime)
     broken = Sandbox(engine=engine, session=sb.session, python="/bin/false",
                      device="cpu")
-    try:
-        st = Standby(broken, batch)
-        deadline = time.monotonic() + 30
-        while not st.idle():
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        assert not st.usable()
-        st.close()
-    finally:
-        engine.reap(sb.session)
-    assert _left(engine, sb.session) == []
+    st = Standby(broken, batch)
+    deadline = time.monotonic() + 30
+    while not st.idle():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert not st.usable()
+    st.close()
 
 
 def _run(tmp_path: Path, engine: DockerEngine, **kw: Any) -> tuple[Any, list[str], str]:
