@@ -10,6 +10,7 @@
 #   triton           examples/triton graded once
 #   ahead            examples/triton graded with --start-ahead off, on, off, on (ahead-off-1,
 #                    ahead-on-1, ...): what starting containers ahead saves per problem
+#                    (AHEAD_ROUNDS pairs, default 2)
 #   fidelity:NAME:DIR[:P,..]  bench/fidelity.py over $OUT/report-NAME.json (or the checkpoint
 #                    of a grading NAME cut short) of entry DIR
 #                    (optionally only problems P,..; shapes of 20 µs and more, all of them for
@@ -73,7 +74,7 @@ for step in "${steps[@]}"; do
               grade examples/triton triton-2; grade examples/triton triton-3 ;;
     fallback) grade examples/torch-fallback fallback ;;
     triton) grade examples/triton triton-1 ;;
-    ahead) for k in 1 2; do for a in off on; do
+    ahead) for k in $(seq "${AHEAD_ROUNDS:-2}"); do for a in off on; do
              grade examples/triton "ahead-$a-$k" --start-ahead "$a"; done; done ;;
     fidelity:*) IFS=: read -r _ name dir only <<<"$step"
                 min=20; [ "$dir" = examples/triton ] && min=0

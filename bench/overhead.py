@@ -18,7 +18,8 @@ and stop and Python's start. The walls leave out the time a container was held b
 (reference and entry side by side): the "held" column, with the part of the entry's prepare and
 job wait that fell in it left out too. They also leave out what a container did before its
 release when it was started ahead, beside the batch before (grader/worker.py): its cold imports
-("standby") and its wait at the gate ("gate"), the last columns. A problem's total then counts
+("standby"), the entry's CUDA context and profiler set-up ("standby_prepare", in place of its
+"prepare") and its wait at the gate ("gate"), the last columns. A problem's total then counts
 from its first batch's start; the run's wall time per problem graded is the steady cost.
 """
 
@@ -28,7 +29,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from grader.phases import HARNESS_PHASES
+from grader.phases import AHEAD_PHASES, HARNESS_PHASES
 from grader.report.model import ProblemResult, Report
 
 
@@ -84,17 +85,17 @@ def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list
     return table, notes
 
 
-AHEAD = ("standby", "gate")  # before the release: outside the container's wall
-REF_SPLIT = tuple(k for k in HARNESS_PHASES["reference"] if k not in AHEAD)
+REF_SPLIT = tuple(k for k in HARNESS_PHASES["reference"] if k not in AHEAD_PHASES["reference"])
 # "prepare" and "job_wait" first: the table needs that
-ENTRY_SPLIT = tuple(k for k in HARNESS_PHASES["entry"] if k not in AHEAD)
+ENTRY_SPLIT = tuple(k for k in HARNESS_PHASES["entry"] if k not in AHEAD_PHASES["entry"])
+ROLE = {"reference": "ref", "entry": "entry"}
 
 
 def split_rows(reports: list[Report]) -> list[str]:
     """Per problem: each container's wall time, its harness's phases, and the rest."""
     head = (["problem", "ref wall"] + [f"ref {k}" for k in REF_SPLIT] + ["ref rest", "entry wall",
             "entry import"] + [f"entry {k}" for k in ENTRY_SPLIT] + ["entry rest", "held"]
-            + [f"{role} {k}" for role in ("ref", "entry") for k in AHEAD])
+            + [f"{ROLE[role]} {k}" for role, ks in AHEAD_PHASES.items() for k in ks])
     table = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for p in (p for r in reports for p in r.problems if p.wall_s is not None):
         ph = p.phases_s
@@ -110,7 +111,7 @@ def split_rows(reports: list[Report]) -> list[str]:
         ref_wall, ent_wall = ph.get("reference", 0.0), ph.get("entry", 0.0)
         cells = [ref_wall, *ref, ref_wall - sum(ref), ent_wall, *ent, ent_wall - sum(ent)]
         cells.append(held + ph.get("reference_held", 0.0))
-        cells += [ph.get(f"{role}.{k}", 0.0) for role in ("reference", "entry") for k in AHEAD]
+        cells += [ph.get(f"{role}.{k}", 0.0) for role, ks in AHEAD_PHASES.items() for k in ks]
         table.append(f"| {p.id} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return table
 

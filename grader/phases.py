@@ -11,11 +11,14 @@ from grader.jobs import ContainerRun
 
 # The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
 # Only these names: the entry writes that file.
-# "standby" (the cold imports of a container started ahead, problem_run.Standby) and "gate"
-# (its wait for the release) come before the container's release: its wall leaves them out.
-HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing", "standby", "gate"),
+# "standby" (the cold imports of a container started ahead, problem_run.Standby),
+# "standby_prepare" (the entry's GPU set-up there, in place of "prepare") and "gate" (its wait
+# for the release) come before the container's release: its wall leaves them out.
+AHEAD_PHASES = {"reference": ("standby", "gate"), "entry": ("standby", "standby_prepare", "gate")}
+HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing",
+                                *AHEAD_PHASES["reference"]),
                   "entry": ("prepare", "job_wait", "warm", "profile", "trace", "load", "save",
-                            "build", "timing", "standby", "gate")}
+                            "build", "timing", *AHEAD_PHASES["entry"])}
 
 
 def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:

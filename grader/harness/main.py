@@ -13,11 +13,12 @@ Protocol (paths are fixed container paths):
              the host place the inputs and /grader/in/job.json (so nothing the entry does at
              import time can see them); for each case write <id>.out and finally result.json.
 Standby (GRADER_STANDBY=1 in the environment; problem_run.Standby): either role first imports
-             torch (and Triton), writes /grader/out/.standby.json, and waits for
-             /grader/in/start.json; only then does it go on as above. Nothing before the gate
-             loads the entry's file or touches the GPU: the host starts a batch's containers
-             while the batch before it still runs, and holds that batch's timed loops until
-             these are idle here.
+             torch (and Triton); on a GPU the entry's harness then makes its CUDA context and
+             the device profiler's one-time set-up; then it writes /grader/out/.standby.json
+             and waits for /grader/in/start.json; only then does it go on as above. Nothing
+             before the gate loads the entry's file or reads an input: the host starts a
+             batch's containers while the batch before it still runs, and holds that batch's
+             timed loops until these are idle here (at the gate, all of the above done).
 Module problems (`main.py entry CLASS...`): the job's "module" maps each case id to the
 constructor's keyword arguments and a seed; both sides build their class per case with them
 (modules.build_module), outside the trace and the timed loop, and call it in place of
@@ -108,21 +109,34 @@ def _wait_for_job() -> dict[str, Any]:
     return data
 
 
-def _standby(phase: Phases) -> None:
-    """With STANDBY_ENV set: the cold imports, then wait at the gate for the host's START."""
+def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool:
+    """With STANDBY_ENV set: the cold imports, then (on a GPU) `gpu_setup`, then wait at the
+    gate for the host's START. Returns whether `gpu_setup` ran to its end here."""
     if os.environ.get(STANDBY_ENV) != "1":
-        return
+        return False
     with phase("standby"):
-        import torch  # CPU only: CUDA initialises lazily, after the gate
+        import torch  # CPU only: CUDA initialises lazily
 
         try:
             import triton  # noqa: F401
         except ImportError:  # a runtime without Triton: the entry's own import says so
             pass
-    # Evidence for tests/gpu (the host decides nothing on it): no CUDA context before the gate.
-    _write_json(AT_GATE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized()})
+    prepared = False
+    if gpu_setup is not None and os.environ.get("GRADER_DEVICE") == "cuda":
+        # Trusted set-up, no entry code: done before .standby.json, so the host's wait for
+        # this standby to be idle covers it and no timed loop beside runs during it.
+        with phase("standby_prepare"):
+            try:
+                gpu_setup()
+                prepared = True
+            except Exception:  # tried again after the gate, where the cases meet it
+                pass
+    # Evidence for tests/gpu (the host decides nothing on it).
+    _write_json(AT_GATE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
+                          "prepared": prepared})
     with phase("gate"):
         _wait_for(IN / START, HOLD_WAIT_S)
+    return prepared
 
 
 def _prepare_cuda() -> None:
@@ -240,7 +254,8 @@ def _jit_names(module: Any) -> list[str]:
 def run_entry(classes: list[str] | None = None) -> int:
     """`classes`: a module problem's entry class names (the first found is built)."""
     phase = Phases()
-    _standby(phase)
+    # Started ahead, the CUDA context and the device profiler's set-up are made at the standby.
+    prepared = _standby(phase, _prepare_cuda)
     t0 = time.monotonic()
     try:
         module = _load_module(ENTRY, "entry_kernel")
@@ -264,7 +279,7 @@ def run_entry(classes: list[str] | None = None) -> int:
     from . import tensors
     from .trace import DeviceProfile, Tracer
 
-    if os.environ.get("GRADER_DEVICE") == "cuda":
+    if os.environ.get("GRADER_DEVICE") == "cuda" and not prepared:
         # While the job is not there yet (the reference may still be computing beside us):
         # the CUDA context, and the device profiler's one-time set-up, which took 4.4 s of a
         # 10-13 s entry container on the H200 (2026-12-01) when paid inside the first session.
