@@ -101,13 +101,20 @@ def test_graded_figures_replace_bare_ones_and_checkpoints_count(tmp_path: Path) 
 def test_docs_graded_table_is_the_scripts_output() -> None:
     third = REPO / "docs" / "data" / "h200-2026-12-01"
     fourth = REPO / "docs" / "data" / "h200-2026-12-01-session4"
+    sixth = REPO / "docs" / "data" / "h200-2026-12-02-session6"
     ours = _rows(_table("--bare", str(DATA),
                         "--solutions", str(fourth / "llm-solutions-checkpoint"),
                         str(fourth / "report-llm-solutions-2.json"),
+                        str(sixth / "report-sol3.json"),
                         "--torch", str(third / "report-llm-inference-torch.json"),
                         str(fourth / "report-llm-torch.json"),
-                        str(fourth / "report-llm-torch-softmax.json")))
+                        str(fourth / "report-llm-torch-softmax.json"),
+                        str(sixth / "report-torch2.json"), str(sixth / "checkpoint-torch3"),
+                        str(sixth / "report-torch4.json")))
     doc = (REPO / "docs" / "llm-inference.md").read_text()
     section = doc[doc.index("## Graded in containers on the H200"):]
     documented = _rows(section[: section.index("What it says")])
     assert documented == ours
+    # The whole suite, three ways, every figure a container's: nothing left from the bare run.
+    assert len(ours) == len(load_suite(REPO / "problem_bundles" / "llm-inference").problems)
+    assert not any("(bare)" in cell or cell == "–" for cells in ours.values() for cell in cells)
