@@ -94,10 +94,11 @@ class Standby:
     """A batch's reference and entry containers, with their folders and the reference's job.
 
     Gated (a standby, started while the batch before it still runs): each harness makes its
-    cold imports and waits at its gate (harness.main._standby) until `release`. Before the
-    gate nothing loads the entry's file, reads an input or touches the GPU, and run_pair holds
-    the timed loops of the batch it runs beside until this one is `idle`, so that nothing of
-    it but a sleeping poll shares the host with a timed loop. The wait is not counted against
+    cold imports (on a GPU, the entry's harness its CUDA and profiler set-up too) and waits
+    at its gate (harness.main._standby) until `release`. Before the gate nothing loads the
+    entry's file or reads an input, and run_pair holds the timed loops of the batch it runs
+    beside until this one is `idle`, so that nothing of it but a sleeping poll shares the
+    host with a timed loop. The wait is not counted against
     either container's wall-clock limit (RunningContainer.rebase). Ungated: what run_pair
     starts itself when it has no standby.
     """
