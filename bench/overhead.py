@@ -15,8 +15,9 @@ A second table splits each container's time as its harness counted it (`phases_s
 warm-up (compilation), the device profiler's start and stop, traced calls, tensor loads and
 saves, timed loops); what is left of the container's wall time is the container's own start
 and stop and Python's start. The walls leave out the time a container was held by the other
-(reference and entry side by side): the "held" column, with the part of the entry's prepare and
-job wait that fell in it left out too. They also leave out what a container did before its
+(reference and entry side by side, or the entry's timed loops waiting for a standby beside):
+the "held" column, with the part of the entry's prepare, job wait and timing wait that fell in
+it left out too. They also leave out what a container did before its
 release when it was started ahead, beside the batch before (grader/worker.py): its cold imports
 ("standby"), the entry's CUDA context and profiler set-up ("standby_prepare", in place of its
 "prepare") and its wait at the gate ("gate"), the last columns. A problem's total then counts
@@ -86,8 +87,10 @@ def rows(reports: list[Report], import_s: float | None) -> tuple[list[str], list
 
 
 REF_SPLIT = tuple(k for k in HARNESS_PHASES["reference"] if k not in AHEAD_PHASES["reference"])
-# "prepare" and "job_wait" first: the table needs that
 ENTRY_SPLIT = tuple(k for k in HARNESS_PHASES["entry"] if k not in AHEAD_PHASES["entry"])
+# The entry's phases that may run while the host holds it (waiting for its job, or, beside a
+# standby, with its timed loops waiting for GO), in the order its held time is taken from.
+HELD = ("prepare", "job_wait", "timing_wait")
 ROLE = {"reference": "ref", "entry": "entry"}
 
 
@@ -101,13 +104,15 @@ def split_rows(reports: list[Report]) -> list[str]:
         ph = p.phases_s
         ref = [ph.get(f"reference.{k}", 0.0) for k in REF_SPLIT]
         # The walls leave out the time each container was held by the other (held_s); so do
-        # the entry's prepare and job wait, which run while it is held.
+        # the entry's phases that run while it is held, as far as they fall in it.
         held = ph.get("entry_held", 0.0)
-        early = ph.get("entry.prepare", 0.0) + ph.get("entry.job_wait", 0.0)
-        own_early = max(early - held, 0.0)
-        prepare = min(ph.get("entry.prepare", 0.0), own_early)
-        ent = ([ph.get("entry_import", 0.0), prepare, own_early - prepare]
-               + [ph.get(f"entry.{k}", 0.0) for k in ENTRY_SPLIT[2:]])
+        own = max(sum(ph.get(f"entry.{k}", 0.0) for k in HELD) - held, 0.0)
+        counted = {}
+        for k in HELD:
+            counted[k] = min(ph.get(f"entry.{k}", 0.0), own)
+            own -= counted[k]
+        ent = [ph.get("entry_import", 0.0)] + [
+            counted[k] if k in HELD else ph.get(f"entry.{k}", 0.0) for k in ENTRY_SPLIT]
         ref_wall, ent_wall = ph.get("reference", 0.0), ph.get("entry", 0.0)
         cells = [ref_wall, *ref, ref_wall - sum(ref), ent_wall, *ent, ent_wall - sum(ent)]
         cells.append(held + ph.get("reference_held", 0.0))

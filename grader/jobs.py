@@ -170,8 +170,9 @@ def entry_in(ref_out: Path) -> Path:
 
 
 def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
-            in_dir: Path) -> None:
-    """The entry's inputs and job, placed once it has been imported."""
+            in_dir: Path, *, hold: bool = False) -> None:
+    """The entry's inputs and job, placed once it has been imported. `hold`: its timed loops
+    wait for the host's go (harness.main.GO), after its traced calls."""
     for c in cases:
         src = ref_out / f"{c.id}.in"
         if src.is_file():
@@ -181,4 +182,4 @@ def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Pa
             except OSError:  # a filesystem that refuses hard links: copy
                 shutil.copyfile(src, dst)
             os.chmod(dst, 0o644)
-    write_job(in_dir, entry_job(sb, cases, problem))
+    write_job(in_dir, {**entry_job(sb, cases, problem), **({"hold": True} if hold else {})})

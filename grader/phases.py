@@ -18,7 +18,7 @@ AHEAD_PHASES = {"reference": ("standby", "gate"), "entry": ("standby", "standby_
 HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing",
                                 *AHEAD_PHASES["reference"]),
                   "entry": ("prepare", "job_wait", "warm", "profile", "trace", "load", "save",
-                            "build", "timing", *AHEAD_PHASES["entry"])}
+                            "build", "timing_wait", "timing", *AHEAD_PHASES["entry"])}
 
 
 def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:

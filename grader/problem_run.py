@@ -21,7 +21,7 @@ from pathlib import Path
 from grader import batching
 from grader.evidence import read_out_dir, read_result
 from grader.formats.problem import Problem
-from grader.harness.main import AT_GATE, CASES_DONE, START
+from grader.harness.main import AT_GATE, CASES_DONE, GO, START, TRACED
 from grader.jobs import (
     Case,
     ContainerRun,
@@ -161,8 +161,7 @@ class Standby:
             return
         self.released = True
         for in_dir in (self.ref_in, self.ent_in):
-            (in_dir / START).write_text("{}")
-            os.chmod(in_dir / START, 0o644)
+            _release(in_dir / START)
         self.ref.rebase()
         self.ent.rebase()
 
@@ -196,8 +195,10 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
 
     `standby`: this batch's containers started ahead (`Standby(sb, batch)`), released here
     (started afresh if they are no longer usable); closed on return either way. `beside`:
-    the next batch's standby, started by the caller with this one: neither this entry's job
-    (its timed loops) nor the reference's timed loop starts before it is idle.
+    the next batch's standby, started by the caller with this one: neither this entry's
+    timed loops nor the reference's start before it is idle. The entry's job goes out as
+    usual; while `beside` still imports it carries "hold", and the entry's harness, after
+    its warm-up and traced calls, waits for GO before its timed loops.
 
     `batch.entry_limits` come from the problem's count of bytes. A problem whose outputs the
     count leaves out (reshape_and_cache returns whole copies of its caches, the count has the
@@ -226,6 +227,8 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pai
     cases_ok: bool | None = None
     outgrown: Limits | None = None  # the entry's limits, once they prove too small
     delivered = released = False
+    # The entry's job went out while `beside` still imported: its timed loops wait for GO.
+    timing_held = False
     tick = time.monotonic()
     while ref_exit is None or ent_exit is None:
         now = time.monotonic()
@@ -251,15 +254,25 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pai
             return
         ready = (st.ent_out / "ready.json").exists()
         if not delivered and ready and ent_exit is None and outgrown is None:
-            if cases_ok and (beside is None or beside.idle()):
+            if cases_ok:
+                # With timed loops, the job goes out at once and only they wait for `beside`:
+                # its warm-up and traced calls run beside the standby's imports.
                 delivered = True
-                deliver(sb, cases, batch.problem, st.ref_out, st.ent_in)
+                timing_held = beside is not None and hold and not beside.idle()
+                deliver(sb, cases, batch.problem, st.ref_out, st.ent_in, hold=timing_held)
             else:
-                ent.extend(step)  # imported, waiting for the reference (or the standby)
+                ent.extend(step)  # imported, waiting for the reference
+        if timing_held and ent_exit is None:
+            assert beside is not None
+            if beside.idle():
+                timing_held = False
+                _release(st.ent_in / GO)
+            elif (st.ent_out / TRACED).exists():
+                ent.extend(step)  # traced, its timed loops waiting for the standby
         if hold and cases_ok and not released:
             if ent_exit is not None and (beside is None or beside.idle()):
                 released = True
-                (st.ref_in / "go.json").write_text("{}")
+                _release(st.ref_in / GO)
             elif ref_exit is None:
                 ref.extend(step)  # cases done, waiting for the entry to exit
         time.sleep(POLL_S)
@@ -275,6 +288,12 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pai
     yield Pair(reference=reference, ref_dir=st.ref_out,
                entry=ContainerRun(exit=ent_exit, out=read_out_dir(st.ent_out)),
                entry_limits=batch.entry_limits)
+
+
+def _release(path: Path) -> None:
+    """A harness's go-ahead (START or GO), readable by the container's user."""
+    path.write_text("{}")
+    os.chmod(path, 0o644)
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:

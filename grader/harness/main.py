@@ -12,6 +12,8 @@ Protocol (paths are fixed container paths):
   entry:     import /grader/entry/kernel.py, then write /grader/out/ready.json; only then does
              the host place the inputs and /grader/in/job.json (so nothing the entry does at
              import time can see them); for each case write <id>.out and finally result.json.
+             With "hold" in the job (a standby beside it still importing), write .traced.json
+             after the traced calls and time only once /grader/in/go.json exists.
 Standby (GRADER_STANDBY=1 in the environment; problem_run.Standby): either role first imports
              torch (and Triton); on a GPU the entry's harness then makes its CUDA context and
              the device profiler's one-time set-up; then it writes /grader/out/.standby.json
@@ -53,6 +55,8 @@ CASES_DONE = ".cases.json"  # a held reference's case results (a dot: not an out
 STANDBY_ENV = "GRADER_STANDBY"
 AT_GATE = ".standby.json"  # in OUT: imported, waiting for START
 START = "start.json"  # in IN: the host's release of a standby container
+GO = "go.json"  # in IN: the host's release of a held timed loop
+TRACED = ".traced.json"  # in OUT: a held entry's traced calls are done, its timed loops wait
 
 
 class Phases:
@@ -199,7 +203,7 @@ def run_reference() -> int:
         _write_json(CASES_DONE, {"cases": results})
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-        _wait_for(IN / "go.json", HOLD_WAIT_S)
+        _wait_for(IN / GO, HOLD_WAIT_S)
     with phase("timing"):
         timings = {shape: _time_shape(build, ids, job, OUT)
                    for shape, ids in job.get("timing", {}).items()}
@@ -353,6 +357,11 @@ def run_entry(classes: list[str] | None = None) -> int:
     with phase("trace"):
         for cid, tracer in tracers.items():
             results[cid]["trace"] = tracer.result()
+    if job.get("hold") and job.get("timing"):
+        # Beside a standby's imports (problem_run.run_pair): the timed loops wait for them.
+        _write_json(TRACED, {"ok": True})
+        with phase("timing_wait"):
+            _wait_for(IN / GO, JOB_WAIT_S)
     with phase("timing"):
         timings = {shape: _time_shape(build, ids, job, IN, save=True)
                    for shape, ids in job.get("timing", {}).items()}

@@ -1,6 +1,7 @@
 """Containers started one batch ahead (problem_run.Standby, grader/worker.py), against the
 real engine: the gate holds them before the entry's file is loaded, the batch they run beside
-waits for them before its job, a dead one is replaced, and whole runs grade the same."""
+waits for them before its timed loops, a dead one is replaced, and whole runs grade the
+same."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,12 @@ from test_faults import ALL, _bundle, _grader, _left, _verdicts
 from test_pair import KERNEL, _cases
 
 from grader.config import RunConfig
-from grader.harness.main import AT_GATE, STANDBY_ENV
+from grader.harness.main import AT_GATE, GO, STANDBY_ENV, TRACED
 from grader.imaging import ensure, problem_plan
-from grader.jobs import Sandbox
+from grader.jobs import Sandbox, TimingKnobs
 from grader.problem_run import Batch, Standby, run_pair
 from grader.sandbox.docker_engine import DockerEngine
-from grader.sandbox.spec import Limits
+from grader.sandbox.spec import Bind, Limits
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker
@@ -87,18 +89,39 @@ def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, 
     assert st.closed
 
 
-def test_the_job_waits_for_the_standby_beside(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
-    """Batch A runs while batch B's containers start: A's entry gets its job (and would time)
-    only once both of B's harnesses wait at their gates; then B runs from its standby."""
-    first, second = _batch(engine, runtime), _batch(engine, runtime)
-    beside = Standby(sb, second)
-    with run_pair(sb, first, beside=beside) as pair:
-        assert pair.entry is not None and pair.entry.exit.exit_code == 0
-        job = (pair.ref_dir / ".entry-in" / "job.json").stat().st_mtime
-        gates = [(d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out)]
-        assert job >= max(gates)
-    assert beside.usable()
-    with run_pair(sb, second, standby=beside) as pair:
+def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Batch A runs while batch B's containers are still importing (held up here by an
+    interpreter that sleeps 8 s first): A's entry gets its job at once and makes its traced
+    calls, but its timed loop, and its reference's, start only once both of B's harnesses
+    wait at their gates. Then B runs from its standby."""
+    slow = tmp_path / "slow-python"
+    slow.write_text('#!/bin/sh\nsleep 8\nexec /opt/venv/bin/python3 "$@"\n')
+    slow.chmod(0o755)
+    timed = replace(sb, timing=TimingKnobs(sets_per_shape=1, budget_s=0.5,
+                                           reference_budget_s=0.5))
+    slow_sb = replace(timed, python="/grader-test/python",
+                      extra_binds=(Bind(host=str(slow), container="/grader-test/python"),))
+    cases, _ = _cases()
+    first = replace(_batch(engine, runtime), cases=cases)  # with its timing set
+    st = Standby(timed, first)
+    beside = Standby(slow_sb, _batch(engine, runtime))
+    with run_pair(timed, first, standby=st, beside=beside) as pair:
+        assert pair.entry is not None and pair.entry.exit.exit_code == 0, pair.entry.exit.logs
+        gates = max((d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out))
+        # Delivered before the standby beside was there, so held: traced, then timed on GO.
+        job = st.ent_in / "job.json"
+        assert job.stat().st_mtime < gates
+        assert json.loads(job.read_text())["hold"] is True
+        assert (st.ent_out / TRACED).stat().st_mtime < gates
+        assert (st.ent_in / GO).stat().st_mtime >= gates
+        assert (st.ref_in / GO).stat().st_mtime >= gates
+        entry = pair.entry.out.result
+        assert entry is not None and all(r.ok for r in entry.cases.values())
+        assert set(entry.timings) == {cases[0].shape.id}  # (no CUDA events on a CPU)
+        assert entry.phases_s["timing_wait"] > 0
+        assert pair.reference.exit.exit_code == 0
+    assert st.closed and beside.usable()
+    with run_pair(sb, beside.batch, standby=beside) as pair:
         assert pair.entry is not None and pair.entry.exit.exit_code == 0
         assert pair.entry.out.result is not None
         assert "standby" in pair.entry.out.result.phases_s
