@@ -98,9 +98,9 @@ class Standby:
     at its gate (harness.main._standby) until `release`. Before the gate nothing loads the
     entry's file or reads an input, and run_pair holds the timed loops of the batch it runs
     beside until this one is `idle`, so that nothing of it but a sleeping poll shares the
-    host with a timed loop. The wait is not counted against
-    either container's wall-clock limit (RunningContainer.rebase). Ungated: what run_pair
-    starts itself when it has no standby.
+    host with a timed loop. The wait is not counted against either container's wall-clock
+    limit (RunningContainer.rebase). Ungated: what run_pair starts itself when it has no
+    standby.
     """
 
     def __init__(self, sb: Sandbox, batch: Batch, *, gated: bool = True) -> None:
