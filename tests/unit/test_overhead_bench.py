@@ -40,3 +40,28 @@ def test_split_target_and_fit() -> None:
     assert bench.timed_work_s(problems[0].model_copy(update={"shapes": [
         problems[0].shapes[0].model_copy(update={"timing": old})]})) == (
         pytest.approx(20 * 100e-6), True)
+
+
+def test_split_leaves_held_time_out_of_the_entrys_phases() -> None:
+    """The entry's wall leaves out its held time; so does the split, taking it from the
+    phases that run while held (prepare, job wait, timing wait) in that order."""
+    bench = _bench()
+    rep = make_report(is_performance=True)
+    phases = {"reference": 4.0, "entry": 5.0, "entry_import": 1.0, "entry_held": 3.0,
+              "reference_held": 0.5, "entry.prepare": 2.0, "entry.job_wait": 1.0,
+              "entry.timing_wait": 1.5, "entry.warm": 0.5, "entry.timing": 0.25,
+              "entry.standby": 4.0, "entry.standby_prepare": 3.5, "entry.gate": 2.0,
+              "reference.inputs": 1.0, "reference.standby": 4.5}
+    problem = rep.problems[0].model_copy(update={"wall_s": 9.0, "phases_s": phases})
+    table = bench.split_rows([rep.model_copy(update={"problems": [problem]})])
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    row = dict(zip(head, (c.strip() for c in table[2].strip("|").split("|")), strict=True))
+    # 4.5 s of held-time phases, 3 s of them held: 1.5 s counted, all of it prepare's.
+    assert (row["entry prepare"], row["entry job_wait"], row["entry timing_wait"]) == (
+        "1.50", "0.00", "0.00")
+    assert row["entry rest"] == f"{5.0 - 1.0 - 1.5 - 0.5 - 0.25:.2f}"
+    assert row["held"] == "3.50"
+    assert (row["entry standby"], row["entry standby_prepare"], row["entry gate"]) == (
+        "4.00", "3.50", "2.00")
+    assert row["ref standby"] == "4.50" and "ref standby_prepare" not in row
+    assert row["ref rest"] == "3.00"
