@@ -76,15 +76,24 @@ def fresh_in_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def write_job(in_dir: Path, job: dict[str, object]) -> None:
-    tmp = in_dir / ".job.json.part"
-    tmp.write_text(json.dumps(job))
+def place(in_dir: Path, name: str, data: dict[str, object]) -> None:
+    """A file for a container's harness in its input folder: written whole, then renamed into
+    place (the harness acts on its existence), readable by the container's user."""
+    tmp = in_dir / f".{name}.part"
+    tmp.write_text(json.dumps(data))
     os.chmod(tmp, 0o644)
-    os.replace(tmp, in_dir / "job.json")
+    os.replace(tmp, in_dir / name)
 
 
-def entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
-    job = timing_job(sb, cases, reference=False)
+def write_job(in_dir: Path, job: dict[str, object]) -> None:
+    place(in_dir, "job.json", job)
+
+
+def entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *, hold: bool = False
+              ) -> dict[str, object]:
+    """`hold`: its timed loops wait for the host's go (harness.main.GO), after its traced
+    calls."""
+    job = timing_job(sb, cases, reference=False, hold=hold)
     job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
     job.update(module_job(problem, cases))
     return job
@@ -106,9 +115,11 @@ def entry_args(problem: Problem | None) -> tuple[str, ...]:
     return problem.entry_names()
 
 
-def timing_job(sb: Sandbox, cases: list[Case], *, reference: bool) -> dict[str, object]:
-    """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU)."""
-    job: dict[str, object] = {}
+def timing_job(sb: Sandbox, cases: list[Case], *, reference: bool, hold: bool = False
+               ) -> dict[str, object]:
+    """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU);
+    `hold`: the loop waits for the host's go."""
+    job: dict[str, object] = {"hold": True} if hold else {}
     if sb.timing is not None:
         timing: dict[str, list[str]] = {}
         for c in cases:
@@ -137,8 +148,10 @@ def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limit
                          binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
 
 
-def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None) -> dict[str, object]:
-    job = timing_job(sb, cases, reference=True)
+def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *,
+                  hold: bool = False) -> dict[str, object]:
+    """`hold`: its timed loop waits for the host's go (harness.main.GO), after its cases."""
+    job = timing_job(sb, cases, reference=True, hold=hold)
     job.update(device=sb.device, cases=[
         {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
     job.update(module_job(problem, cases))
@@ -171,8 +184,7 @@ def entry_in(ref_out: Path) -> Path:
 
 def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
             in_dir: Path, *, hold: bool = False) -> None:
-    """The entry's inputs and job, placed once it has been imported. `hold`: its timed loops
-    wait for the host's go (harness.main.GO), after its traced calls."""
+    """The entry's inputs and job (entry_job), placed once it has been imported."""
     for c in cases:
         src = ref_out / f"{c.id}.in"
         if src.is_file():
@@ -182,4 +194,4 @@ def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Pa
             except OSError:  # a filesystem that refuses hard links: copy
                 shutil.copyfile(src, dst)
             os.chmod(dst, 0o644)
-    write_job(in_dir, {**entry_job(sb, cases, problem), **({"hold": True} if hold else {})})
+    write_job(in_dir, entry_job(sb, cases, problem, hold=hold))

@@ -11,7 +11,6 @@ protocol in grader/harness/main.py).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from grader.jobs import (
     entry_spec,
     fresh_in_dir,
     io_binds,
+    place,
     reference_job,
     write_job,
 )
@@ -115,8 +115,8 @@ class Standby:
             self.ent_in = entry_in(self.ref_out)
             self.ent_out = self._stack.enter_context(
                 capped_dir(batch.entry_limits.output_bytes))
-            write_job(self.ref_in, {**reference_job(sb, batch.cases, batch.problem),
-                                     **({"hold": True} if self.hold else {})})
+            write_job(self.ref_in, reference_job(sb, batch.cases, batch.problem,
+                                                 hold=self.hold))
             self.ref = self._stack.enter_context(sb.engine.start(container_spec(
                 sb, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
                 batch.ref_limits, gated=gated)))
@@ -161,7 +161,7 @@ class Standby:
             return
         self.released = True
         for in_dir in (self.ref_in, self.ent_in):
-            _release(in_dir / START)
+            place(in_dir, START, {})
         self.ref.rebase()
         self.ent.rebase()
 
@@ -266,13 +266,13 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pai
             assert beside is not None
             if beside.idle():
                 timing_held = False
-                _release(st.ent_in / GO)
+                place(st.ent_in, GO, {})
             elif (st.ent_out / TRACED).exists():
                 ent.extend(step)  # traced, its timed loops waiting for the standby
         if hold and cases_ok and not released:
             if ent_exit is not None and (beside is None or beside.idle()):
                 released = True
-                _release(st.ref_in / GO)
+                place(st.ref_in, GO, {})
             elif ref_exit is None:
                 ref.extend(step)  # cases done, waiting for the entry to exit
         time.sleep(POLL_S)
@@ -288,12 +288,6 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pai
     yield Pair(reference=reference, ref_dir=st.ref_out,
                entry=ContainerRun(exit=ent_exit, out=read_out_dir(st.ent_out)),
                entry_limits=batch.entry_limits)
-
-
-def _release(path: Path) -> None:
-    """A harness's go-ahead (START or GO), readable by the container's user."""
-    path.write_text("{}")
-    os.chmod(path, 0o644)
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:
