@@ -15,6 +15,10 @@
 #                    of a grading NAME cut short) of entry DIR
 #                    (optionally only problems P,..; shapes of 20 µs and more, all of them for
 #                    examples/triton)
+#   cuda             the production runtime kind: bench/cuda_base.py makes a CUDA PyTorch base
+#                    image of this host's own installation (no registry here), then the demo
+#                    graded with --runtime cuda FROM it (report cuda-triton; the driver's
+#                    libraries bound, nothing else of the host's) and the GPU test of that kind
 #   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
 #   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
 #                    its report named NAME (default: DIR's name and the problems)
@@ -83,6 +87,12 @@ for step in "${steps[@]}"; do
                 rep="$OUT/report-$name.json"; [ -f "$rep" ] || rep="$OUT/checkpoint-$name"
                 python3 bench/fidelity.py "$rep" "$dir" --min-us $min "${fopts[@]}" \
                   --json "$OUT/fidelity-$name.json" 2>&1 | tee "$OUT/fidelity-$name.md" ;;
+    cuda) /usr/bin/time -f "cuda base wall %e s" timeout 300 python3 bench/cuda_base.py \
+            --tag grader-cuda-base:host 2>&1 | tee "$OUT/cuda-base.txt"
+          grade examples/triton cuda-triton --runtime cuda --cuda-base grader-cuda-base:host
+          GRADER_CUDA_BASE=grader-cuda-base:host python3 -m pytest -q -p no:cacheprovider \
+            --run-docker --run-gpu tests/gpu -k cuda_runtime 2>&1 | tail -n 15 \
+            | tee "$OUT/pytest-gpu-cuda.txt" ;;
     tests|tests:*) sel=(); [ "$step" != tests ] && sel=(-k "${step#tests:}")
                    python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu \
                      "${sel[@]}" 2>&1 | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;

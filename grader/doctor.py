@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 
 from grader.errors import DockerUnavailable
@@ -39,6 +40,54 @@ def gpu_nodes(nodes: list[str], index: int) -> list[str]:
     return ([own] if own in nodes else []) + [n for n in shared if os.path.exists(n)]
 
 
+# Where a container without NVIDIA's toolkit finds the host's driver libraries: the directory
+# that CUDA base images (pytorch/pytorch, nvidia/cuda) already put on LD_LIBRARY_PATH.
+DRIVER_LIB_DIR = "/usr/local/nvidia/lib64"
+# The driver's user-space libraries a CUDA program (PyTorch, Triton) loads; the rest of CUDA
+# (runtime, cuBLAS, cuDNN, ptxas) comes with the image.
+DRIVER_LIBS = ("libcuda.so", "libcudadebugger.so", "libnvidia-ml.so",
+               "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so", "libnvidia-gpucomp.so",
+               "libnvidia-allocator.so")
+_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+             "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib")
+
+
+def _is_driver_lib(name: str) -> bool:
+    return any(name == lib or name.startswith(lib + ".") for lib in DRIVER_LIBS)
+
+
+def parse_ldconfig(text: str) -> dict[str, str]:
+    """`ldconfig -p`'s 64-bit entries of the driver's libraries: name -> path (first wins, as
+    for the dynamic linker)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.strip().partition(" (")
+        flags, arrow, path = rest.partition(") => ")
+        if sep and arrow and "64" in flags and _is_driver_lib(name):
+            found.setdefault(name, path.strip())
+    return found
+
+
+def driver_libraries(ldconfig: str | None = None) -> dict[str, str]:
+    """The host's NVIDIA driver libraries, each name a program may load (libcuda.so.1,
+    libcuda.so, ...) -> the real file behind it; `ldconfig -p` first, else the usual folders.
+    Empty where there is no driver."""
+    if ldconfig is None:
+        try:
+            ldconfig = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True,
+                                      timeout=30, check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            ldconfig = ""
+    named = parse_ldconfig(ldconfig)
+    if not named:
+        for folder in _LIB_DIRS:
+            for path in sorted(glob.glob(f"{folder}/lib*.so*")):
+                if _is_driver_lib(os.path.basename(path)):
+                    named.setdefault(os.path.basename(path), path)
+    real = {name: os.path.realpath(path) for name, path in named.items()}
+    return {name: path for name, path in sorted(real.items()) if os.path.isfile(path)}
+
+
 def run_checks() -> list[Check]:
     checks: list[Check] = []
     info: dict[str, object] | None = None
@@ -63,6 +112,14 @@ def run_checks() -> list[Check]:
                                 "devices": f"no toolkit: pass device nodes {', '.join(nodes)} "
                                            "and bind the driver libraries",
                                 "none": "no NVIDIA GPU: --device cpu (Triton interpreter)"}[mode]))
+    if mode == "devices":
+        libs = driver_libraries()
+        checks.append(Check(
+            name="driver libraries", ok="libcuda.so.1" in libs,
+            detail=(f"bound read-only at {DRIVER_LIB_DIR} for --runtime cuda: "
+                    + ", ".join(sorted(libs))) if "libcuda.so.1" in libs else
+                   "libcuda.so.1 not found (ldconfig -p): --runtime cuda cannot reach the GPU; "
+                   "--runtime host binds the host's /usr instead"))
     checks.append(Check(name="output cap", ok=can_mount(),
                         detail="host tmpfs per container (root)" if can_mount() else
                         "not root: output folders are not size-capped; run as root"))

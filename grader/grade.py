@@ -19,7 +19,7 @@ from grader import __version__
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.config import RunConfig
 from grader.detection import Detector
-from grader.doctor import gpu_mode, gpu_nodes
+from grader.doctor import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
 from grader.errors import InfraError, UsageError
 from grader.imaging import HOST_BINDS, ensure_runtime
 from grader.intake import Submission, open_bundle
@@ -77,8 +77,26 @@ def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str, gpu_index: 
     if f"/dev/nvidia{gpu_index}" not in nodes:
         raise UsageError(f"GPU {gpu_index} is not on this host", hint=f"found {nodes}")
     gpu = GpuAccess(mode=mode, index=gpu_index, device_nodes=tuple(gpu_nodes(nodes, gpu_index)))
+    env: tuple[tuple[str, str], ...] = ()
+    if kind == "cuda" and mode == "devices":
+        binds, env = driver_binds()
     return Sandbox(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
-                   extra_binds=binds, timing=TimingKnobs())
+                   extra_binds=binds, extra_env=env, timing=TimingKnobs())
+
+
+def driver_binds() -> tuple[tuple[Bind, ...], tuple[tuple[str, str], ...]]:
+    """Without NVIDIA's toolkit, a CUDA image reaches the GPU through the host's driver
+    libraries, bound read-only one file at a time into DRIVER_LIB_DIR (the image's own
+    LD_LIBRARY_PATH names it; the runtime template adds it too), and Triton told where
+    libcuda is (it would ask ldconfig, whose cache in the image does not list that folder)."""
+    libs = driver_libraries()
+    if "libcuda.so.1" not in libs:
+        raise UsageError("--runtime cuda without NVIDIA's container toolkit needs the host's "
+                         "driver libraries, and no libcuda.so.1 is found (ldconfig -p)",
+                         hint="install the toolkit, or grade with --runtime host")
+    binds = tuple(Bind(host=path, container=f"{DRIVER_LIB_DIR}/{name}")
+                  for name, path in libs.items())
+    return binds, (("TRITON_LIBCUDA_PATH", DRIVER_LIB_DIR),)
 
 
 class Grader:

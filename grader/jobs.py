@@ -62,7 +62,10 @@ class Sandbox:
     python: str
     device: str
     gpu: GpuAccess | None = None
-    extra_binds: tuple[Bind, ...] = ()  # host-runtime mode: the host's toolchain, read-only
+    # The host's toolchain (host runtime) or driver libraries (cuda runtime without NVIDIA's
+    # toolkit), read-only, and what the container needs told of them.
+    extra_binds: tuple[Bind, ...] = ()
+    extra_env: tuple[tuple[str, str], ...] = ()
     timing: TimingKnobs | None = None  # None: no timed loop (the CPU interpreter)
 
 
@@ -139,6 +142,7 @@ def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limit
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "GRADER_DEVICE": sb.device,
            "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin"}
+    env.update(sb.extra_env)
     if sb.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     if gated:

@@ -6,6 +6,7 @@ Run on the H200 with bench/gpu_session.sh; docs/benchmarks.md records what it sh
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -47,6 +48,40 @@ def test_torch_fallback_is_caught_with_vendor_kernels(tmp_path: Path) -> None:
     matmul = next(p for p in rep.problems if p.id == "matmul")
     kinds = {k.kind for s in matmul.shapes if s.trace for k in s.trace.device_kernels}
     assert "vendor" in kinds
+
+
+@pytest.mark.skipif(not os.environ.get("GRADER_CUDA_BASE"),
+                    reason="GRADER_CUDA_BASE names no CUDA base image (bench/cuda_base.py)")
+def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
+    """The production runtime kind: FROM a CUDA PyTorch base, with no host folder bound but
+    (without NVIDIA's toolkit) the driver's libraries; real kernels, timed and attributed."""
+    from grader.bundle_tools import create_bundle
+    from grader.doctor import DRIVER_LIB_DIR
+
+    bundle = tmp_path / "triton.tar"
+    create_bundle(REPO / "examples" / "triton", bundle)
+    rep = grade_bundle(RunRequest(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
+                                  runtime="cuda", cuda_base=os.environ["GRADER_CUDA_BASE"],
+                                  python=sys.executable, quiet=True))
+    assert rep.environment.is_performance
+    for p in rep.problems:
+        for s in p.shapes:
+            assert s.verdict == Verdict.PASSED, (p.id, s.id, s.detail, s.error_excerpt)
+            assert s.timing is not None and s.timing.median_us > 0
+            assert s.trace is not None
+            assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
+    from grader.grade import make_sandbox
+    from grader.runner import to_config
+    from grader.sandbox.docker_engine import DockerEngine
+
+    cfg = to_config(RunRequest(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
+                               cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable))
+    sb = make_sandbox(cfg, DockerEngine(), "inspect")
+    # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
+    assert sb.gpu is not None
+    assert bool(sb.extra_binds) == (sb.gpu.mode == "devices")
+    assert all(b.read_only and b.container.startswith(DRIVER_LIB_DIR)
+                                  for b in sb.extra_binds)
 
 
 def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
