@@ -8,9 +8,10 @@
 #   examples         examples/triton graded three times (stability) + fidelity vs do_bench
 #   fallback         examples/torch-fallback graded once
 #   triton           examples/triton graded once
-#   ahead            examples/triton graded with --start-ahead off, on, off, on (ahead-off-1,
-#                    ahead-on-1, ...): what starting containers ahead saves per problem
-#                    (AHEAD_ROUNDS pairs, default 2)
+#   ahead            examples/triton graded with --start-ahead off, then on at each
+#                    --ahead-depth of AHEAD_DEPTHS (default "2"), AHEAD_ROUNDS times (default
+#                    2): ahead-off-1, ahead-on-d2-1, ...: what starting containers ahead saves
+#                    per problem
 #   fidelity:NAME:DIR[:P,..]  bench/fidelity.py over $OUT/report-NAME.json (or the checkpoint
 #                    of a grading NAME cut short) of entry DIR
 #                    (optionally only problems P,..; shapes of 20 µs and more, all of them for
@@ -78,8 +79,11 @@ for step in "${steps[@]}"; do
               grade examples/triton triton-2; grade examples/triton triton-3 ;;
     fallback) grade examples/torch-fallback fallback ;;
     triton) grade examples/triton triton-1 ;;
-    ahead) for k in $(seq "${AHEAD_ROUNDS:-2}"); do for a in off on; do
-             grade examples/triton "ahead-$a-$k" --start-ahead "$a"; done; done ;;
+    ahead) for k in $(seq "${AHEAD_ROUNDS:-2}"); do
+             grade examples/triton "ahead-off-$k" --start-ahead off
+             for d in ${AHEAD_DEPTHS:-2}; do
+               grade examples/triton "ahead-on-d$d-$k" --start-ahead on --ahead-depth "$d"
+             done; done ;;
     fidelity:*) IFS=: read -r _ name dir only <<<"$step"
                 min=20; [ "$dir" = examples/triton ] && min=0
                 fopts=(); IFS=, read -ra ps <<<"$only"

@@ -102,6 +102,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--start-ahead", type=click.Choice(["auto", "on", "off"]), default="auto",
               show_default=True, help="Start each batch's containers while the one before "
               "runs (its cold imports made by then); auto: on hosts with 4 cores a worker.")
+@click.option("--ahead-depth", type=click.IntRange(1, 4), default=2, show_default=True,
+              help="Batches whose containers are started ahead at once: the wait for their "
+              "set-up falls on one batch in this many.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress lines (human ones show only when stderr is a terminal).")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
@@ -112,7 +115,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         formats: tuple[str, ...], fail_on: frozenset[Verdict], seed_secret: str | None,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
-        log_format: str, resume: bool, sequential: bool, start_ahead: str) -> None:
+        log_format: str, resume: bool, sequential: bool, start_ahead: str,
+        ahead_depth: int) -> None:
     """Grade BUNDLE (a submission tar) and write reports."""
     from grader.runner import RunRequest, grade_bundle
 
@@ -122,7 +126,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
                      quiet=quiet, log_format=log_format, runtime=runtime, python=python,
                      cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
                      hardware=hardware, resume=resume, overlap=not sequential,
-                     start_ahead=start_ahead)
+                     start_ahead=start_ahead, ahead_depth=ahead_depth)
     grade_bundle(req)
 
 

@@ -43,6 +43,10 @@ class RunConfig:
     # their cold imports (grader/worker.py). auto: when the host has AHEAD_CORES cores a
     # worker (two running containers, two starting): on two cores it only slows the run.
     start_ahead: Literal["auto", "on", "off"] = "auto"
+    # How many batches' containers are started ahead at once (worker.py): a batch whose next
+    # batch has no standby starts this many; the wait for their set-up falls on one batch in
+    # this many.
+    ahead_depth: int = 2
     entry_limits: Limits = field(default_factory=Limits)
     reference_limits: Limits = field(default_factory=lambda: Limits(
         memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))

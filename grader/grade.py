@@ -187,8 +187,8 @@ class Grader:
                 return self.abort is None
 
         sandboxes = self.workers()
-        ahead = start_ahead(self.cfg, len(sandboxes))
-        workers = [Worker(self, sb, suite, sub, runtime_tag, ahead=ahead) for sb in sandboxes]
+        depth = start_ahead(self.cfg, len(sandboxes))
+        workers = [Worker(self, sb, suite, sub, runtime_tag, depth=depth) for sb in sandboxes]
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:
             for _ in pool.map(lambda w: w.run(claim, finished), workers):
                 pass

@@ -183,9 +183,24 @@ class Pair:
     entry_limits: Limits  # what the entry ran under (run_pair may have had to raise them)
 
 
+@dataclass(frozen=True)
+class Beside:
+    """The standbys started with a batch (the next batches', worker.Worker.depth of them):
+    its timed loops wait until every one of them is idle."""
+
+    standbys: tuple[Standby, ...]
+
+    def idle(self) -> bool:
+        return all([s.idle() for s in self.standbys])  # each polled: one too slow is dropped
+
+    def settle(self) -> None:
+        for s in self.standbys:
+            s.settle()
+
+
 @contextmanager
 def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
-             beside: Standby | None = None) -> Iterator[Pair]:
+             beside: Beside | None = None) -> Iterator[Pair]:
     """The reference and the entry at once: the entry's container starts and imports (a cold
     `import torch`, and whatever the entry does at import) while the reference makes the
     inputs and expected outputs. The entry's job is delivered once both are done; on a GPU
@@ -195,8 +210,8 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
 
     `standby`: this batch's containers started ahead (`Standby(sb, batch)`), released here
     (started afresh if they are no longer usable); closed on return either way. `beside`:
-    the next batch's standby, started by the caller with this one: neither this entry's
-    timed loops nor the reference's start before it is idle. The entry's job goes out as
+    the next batches' standbys, started by the caller with this one: neither this entry's
+    timed loops nor the reference's start before they are idle. The entry's job goes out as
     usual; while `beside` still imports it carries "hold", and the entry's harness, after
     its warm-up and traced calls, waits for GO before its timed loops.
 
@@ -219,7 +234,7 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
         yield from _pair_loop(sb, st, beside)
 
 
-def _pair_loop(sb: Sandbox, st: Standby, beside: Standby | None) -> Iterator[Pair]:
+def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair]:
     batch, cases, hold = st.batch, st.batch.cases, st.hold
     ref, ent = st.ref, st.ent
     ref_exit: ExitState | None = None

@@ -52,6 +52,7 @@ class RunRequest:
     resume: bool = False  # finish the run checkpointed in out_dir
     overlap: bool = True  # reference and entry containers side by side (problem_run.run_pair)
     start_ahead: str = "auto"  # auto | on | off (grader/worker.py)
+    ahead_depth: int = 2  # batches started ahead at once
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -68,7 +69,7 @@ def to_config(req: RunRequest) -> RunConfig:
                     device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
                     problems=req.problems, formats=req.formats, fail_on=req.fail_on,
                     seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume,
-                    overlap=req.overlap,
+                    overlap=req.overlap, ahead_depth=req.ahead_depth,
                     start_ahead=req.start_ahead)  # type: ignore[arg-type]
     python = req.python or (sys.executable if req.runtime == "host" else "python3")
     runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]

@@ -1,23 +1,32 @@
 """One worker's grading (a GPU, or a CPU slot): its problems one at a time, each in batches of
-shapes, and each batch's two containers started beside the batch before it.
+shapes, and the batches after the running one started beside it.
 
-While a batch runs, the worker starts the next batch's containers (the same problem's, or the
-first of the next problem it takes) as a standby (problem_run.Standby): they make their cold
-`import torch` and wait at their gates. The running batch's timed loops wait until the standby
-is idle there, so that a timed loop never shares the host with more than a sleeping poll, and
-no entry code runs before its own batch's turn. The import, a container's largest fixed cost
-(2.5-4 s on the H200 host, 2026-12-01), then falls outside the critical path of every batch but
-the worker's first.
+While a batch runs, the worker starts the containers of the next batches (the same problem's,
+or the first ones of the next problems it takes) as standbys (problem_run.Standby): they make
+their cold `import torch` (the entry's, on a GPU, its CUDA and profiler set-up too) and wait at
+their gates. The running batch's timed loops wait until those standbys are idle there, so that
+a timed loop never shares the host with more than a sleeping poll, and no entry code runs
+before its own batch's turn. The imports and set-up, a container's largest fixed cost (8-10 s
+for the entry's on the H200 host, 2026-12-02), then fall outside the critical path of every
+batch but the worker's first.
+
+Standbys are started `depth` at a time: a batch whose next batch has none starts the next
+`depth` batches' at once, and the batches after it, whose standbys are idle by then, start
+none and wait for none. With one at a time each batch waited for the standby started with it
+(the steady cost was about one standby's set-up, not the batch's own work); with two, the wait
+falls on every other batch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +43,7 @@ from grader.intake import Submission
 from grader.jobs import Case, ContainerRun, Sandbox
 from grader.judge import judge_problem, reference_failure, tail, whole_problem
 from grader.phases import add, harness_phases
-from grader.problem_run import Batch, Standby, run_entry, run_pair, run_reference
+from grader.problem_run import Batch, Beside, Standby, run_entry, run_pair, run_reference
 from grader.report.model import ProblemResult, ShapeResult
 from grader.sandbox.spec import Limits
 from grader.suite import ProblemBundle, Suite
@@ -98,8 +107,6 @@ class Planned:
     results: list[ShapeResult] = field(default_factory=list)
     logs: str = ""
     started: float | None = None  # when its first batch began
-    # The problem its worker took next, before this one's last batch (for its standby).
-    taken_next: Planned | ProblemResult | None = None
 
     def label(self, k: int) -> str:
         n = len(self.parts)
@@ -123,12 +130,14 @@ Claim = Callable[[], ProblemBundle | None]
 AHEAD_CORES = 4
 
 
-def start_ahead(cfg: RunConfig, workers: int, cores: int | None = None) -> bool:
-    """Whether workers start each batch's containers beside the batch before (cfg.start_ahead;
-    auto: when the host has AHEAD_CORES cores a worker)."""
+def start_ahead(cfg: RunConfig, workers: int, cores: int | None = None) -> int:
+    """How many batches ahead workers start containers (0: none): cfg.ahead_depth when
+    cfg.start_ahead says so (auto: when the host has AHEAD_CORES cores a worker)."""
     if cfg.start_ahead != "auto":
-        return cfg.start_ahead == "on"
-    return (cores if cores is not None else os.cpu_count() or 1) >= AHEAD_CORES * workers
+        on = cfg.start_ahead == "on"
+    else:
+        on = (cores if cores is not None else os.cpu_count() or 1) >= AHEAD_CORES * workers
+    return cfg.ahead_depth if on else 0
 
 
 class Worker:
@@ -136,40 +145,38 @@ class Worker:
     run-wide state), taking each next problem from `claim`."""
 
     def __init__(self, grader: Grader, sandbox: Sandbox, suite: Suite, sub: Submission,
-                 runtime_tag: str, *, ahead: bool = True) -> None:
+                 runtime_tag: str, *, depth: int = 1) -> None:
         self.g = grader
         self.sb = sandbox
-        self.ahead = ahead  # start each batch's containers beside the batch before
+        self.depth = depth  # batches whose containers are started ahead at once (0: none)
         self.suite = suite
         self.sub = sub
         self.runtime_tag = runtime_tag
+        # Problems taken from the claim ahead of their turn (for their batches' standbys).
+        self.queued: deque[Planned | ProblemResult] = deque()
 
     def run(self, claim: Claim, finished: Callable[[ProblemResult], bool]) -> None:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
-        cur = self.open(claim())
         try:
-            while cur is not None:
+            while True:
+                cur = self.queued.popleft() if self.queued else self.open(claim())
+                if cur is None:
+                    return
                 result = cur if isinstance(cur, ProblemResult) else self._grade(cur, claim)
-                nxt = cur.taken_next if isinstance(cur, Planned) else None
                 if not finished(result):
                     return
-                cur = nxt if nxt is not None else self.open(claim())
         finally:  # an interrupt, or the run stopped: no standby outlives the worker
-            if isinstance(cur, Planned):
-                cur.close()
-                if isinstance(cur.taken_next, Planned):
-                    cur.taken_next.close()
+            for plan in self.queued:
+                if isinstance(plan, Planned):
+                    plan.close()
+            self.queued.clear()
 
     def _grade(self, cur: Planned, claim: Claim) -> ProblemResult:
-        """Every batch of `cur`; with starting ahead, the next problem is taken from `claim`
-        before the last one (cur.taken_next) and its first batch's containers started."""
+        """Every batch of `cur`, each with the standbys it starts (_start_ahead)."""
         try:
             for k in range(len(cur.parts)):
-                if self.ahead and k == len(cur.parts) - 1:
-                    cur.taken_next = self.open(claim())
-                beside = self._start_next(cur, k, cur.taken_next)
-                self.grade_batch(cur, k, beside)
+                self.grade_batch(cur, k, self._start_ahead(cur, k, claim))
             return self.finish(cur)
         except Exception as exc:
             return self.failed(cur.bundle, exc)
@@ -239,27 +246,51 @@ class Worker:
                                          plan.parts[k], plan.per_shape,
                                          psutil.virtual_memory().available)
 
-    def _start_next(self, cur: Planned, k: int, nxt: Planned | ProblemResult | None
-                    ) -> Standby | None:
-        """The standby of the batch after batch `k` of `cur`, started now (None when that
-        batch runs one container after the other, or there is none)."""
-        plan, j = (cur, k + 1) if k + 1 < len(cur.parts) else (nxt, 0)
-        if not self.ahead or not isinstance(plan, Planned) or not plan.parts:
-            return None
-        batch = self.batch(plan, j)
-        if batch is None:
-            return None
-        try:
-            plan.standbys[j] = Standby(self.sb, batch)
-        except Exception as exc:  # not this batch's failure: that one starts afresh in its turn
-            why = exc.message if isinstance(exc, InfraError) else f"{type(exc).__name__}: {exc}"
-            self.g.progress(f"{plan.label(j)}: cannot start its containers ahead: {why}")
-            return None
-        return plan.standbys[j]
+    def _upcoming(self, cur: Planned, k: int, claim: Claim) -> Iterator[tuple[Planned, int]]:
+        """The batches after batch `k` of `cur`, in grading order, `depth` at most: the rest of
+        `cur`'s, then the queued problems', taking problems from `claim` only as they are
+        reached."""
+        def batches() -> Iterator[tuple[Planned, int]]:
+            yield from ((cur, j) for j in range(k + 1, len(cur.parts)))
+            i = 0
+            while True:
+                if i == len(self.queued):
+                    taken = self.open(claim())
+                    if taken is None:
+                        return
+                    self.queued.append(taken)
+                plan = self.queued[i]
+                i += 1
+                if isinstance(plan, Planned):
+                    yield from ((plan, j) for j in range(len(plan.parts)))
 
-    def grade_batch(self, plan: Planned, k: int, beside: Standby | None) -> None:
+        return itertools.islice(batches(), self.depth)
+
+    def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
+        """The standbys batch `k` of `cur` starts: none when the next batch has one already
+        (started with an earlier batch, whose timed loops waited for it), else the next
+        `depth` batches', in order, up to one that runs one container after the other or
+        cannot start."""
+        started: list[Standby] = []
+        for plan, j in self._upcoming(cur, k, claim):
+            if j in plan.standbys:
+                break
+            batch = self.batch(plan, j)
+            if batch is None:
+                break
+            try:
+                plan.standbys[j] = Standby(self.sb, batch)
+            except Exception as exc:  # not this batch's failure: it starts afresh in its turn
+                why = (exc.message if isinstance(exc, InfraError)
+                       else f"{type(exc).__name__}: {exc}")
+                self.g.progress(f"{plan.label(j)}: cannot start its containers ahead: {why}")
+                break
+            started.append(plan.standbys[j])
+        return Beside(tuple(started)) if started else None
+
+    def grade_batch(self, plan: Planned, k: int, beside: Beside | None) -> None:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
-        it can, else one after the other. `beside`: the next batch's standby, idle before
+        it can, else one after the other. `beside`: the standbys started with it, idle before
         any timed loop here starts. Adds to the plan's results, logs and phases."""
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
@@ -284,7 +315,7 @@ class Worker:
         plan.results += got[0]
         plan.logs = got[1]
 
-    def _one_after_the_other(self, plan: Planned, k: int, beside: Standby | None
+    def _one_after_the_other(self, plan: Planned, k: int, beside: Beside | None
                              ) -> tuple[list[ShapeResult], str]:
         if beside is not None:
             beside.settle()  # both containers here run timed loops

@@ -23,7 +23,7 @@ from grader.config import RunConfig
 from grader.harness.main import AT_GATE, GO, STANDBY_ENV, TRACED
 from grader.imaging import ensure, problem_plan
 from grader.jobs import Sandbox, TimingKnobs
-from grader.problem_run import Batch, Standby, run_pair
+from grader.problem_run import Batch, Beside, Standby, run_pair
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, Limits
 from grader.verdicts import Verdict
@@ -105,7 +105,7 @@ def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_pa
     first = replace(_batch(engine, runtime), cases=cases)  # with its timing set
     st = Standby(timed, first)
     beside = Standby(slow_sb, _batch(engine, runtime))
-    with run_pair(timed, first, standby=st, beside=beside) as pair:
+    with run_pair(timed, first, standby=st, beside=Beside((beside,))) as pair:
         assert pair.entry is not None and pair.entry.exit.exit_code == 0, pair.entry.exit.logs
         gates = max((d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out))
         # Delivered before the standby beside was there, so held: traced, then timed on GO.

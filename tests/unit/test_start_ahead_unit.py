@@ -4,11 +4,17 @@ to its gate is dropped (problem_run.Standby.idle), with fake containers."""
 from __future__ import annotations
 
 import contextlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import pytest
 
 from grader import problem_run
+from grader import worker as worker_mod
 from grader.config import RunConfig
 from grader.harness.main import AT_GATE
 from grader.problem_run import Standby
@@ -25,6 +31,8 @@ def test_auto_needs_cores_for_each_worker() -> None:
     on, off = (RunConfig(bundle=Path("b.tar"), out_dir=Path("o"), start_ahead=v)
                for v in ("on", "off"))
     assert start_ahead(on, 8, cores=2) and not start_ahead(off, 1, cores=64)
+    assert start_ahead(on, 1) == on.ahead_depth == 2  # batches started ahead at once
+    assert start_ahead(replace(on, ahead_depth=3), 1) == 3
 
 
 class FakeContainer:
@@ -68,3 +76,97 @@ def test_one_that_never_gets_there_is_dropped(tmp_path: Path,
     assert not st.idle()
     now[0] += problem_run.GATE_WAIT_S + 1
     assert st.idle() and st.closed and not st.usable()
+
+
+class FakeStandby:
+    made: ClassVar[list[FakeStandby]] = []
+
+    def __init__(self, _sb: object, batch: str) -> None:
+        self.batch = batch
+        self.closed = False
+        FakeStandby.made.append(self)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
+            broken: frozenset[str] = frozenset()) -> tuple[Any, list[str]]:
+    """A Worker over problems of `parts[id]` batches whose containers are fakes
+    (FakeStandby); batches named in `broken` run one container after the other. Its
+    grade_batch records what each batch started beside it in `w.ran`; `events` says when
+    each problem was taken and each batch ran."""
+    from grader.worker import Planned, Worker
+
+    monkeypatch.setattr(worker_mod, "Standby", FakeStandby)
+    FakeStandby.made = []
+    events: list[str] = []
+    w = Worker.__new__(Worker)
+    w.depth, w.queued, w.sb = depth, deque(), None
+    w.g = SimpleNamespace(progress=events.append)
+    w.ran = []
+
+    def plan(pid: str | None) -> Planned | None:
+        if pid is None:
+            return None
+        events.append(f"take {pid}")
+        p = Planned.__new__(Planned)
+        p.bundle = SimpleNamespace(id=pid)  # type: ignore[assignment]
+        p.parts, p.batches, p.standbys = [[]] * parts[pid], {}, {}
+        return p
+
+    def grade_batch(p: Planned, k: int, beside: problem_run.Beside | None) -> None:
+        got = p.standbys.pop(k, None)
+        assert got is None or got.batch == f"{p.bundle.id}{k}"
+        w.ran.append((f"{p.bundle.id}{k}", [s.batch for s in beside.standbys] if beside
+                      else []))
+        events.append(f"run {p.bundle.id}{k}")
+
+    w.open = plan
+    w.batch = lambda p, k: None if f"{p.bundle.id}{k}" in broken else f"{p.bundle.id}{k}"
+    w.grade_batch = grade_batch
+    w.finish = lambda p: p.bundle.id
+    return w, events
+
+
+def _claim(ids: list[str]) -> Callable[[], str | None]:
+    todo = list(ids)
+    return lambda: todo.pop(0) if todo else None
+
+
+def test_two_ahead_the_wait_falls_on_every_other_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = {"a": 1, "b": 2, "c": 1, "d": 1}
+    w, events = _worker(monkeypatch, 2, parts)
+    w.run(_claim(list(parts)), lambda _r: True)
+    assert w.ran == [("a0", ["b0", "b1"]), ("b0", []), ("b1", ["c0", "d0"]), ("c0", []),
+                     ("d0", [])]
+    # Problems are taken when their batches are reached, not sooner.
+    assert events[:3] == ["take a", "take b", "run a0"]
+    assert events.index("take c") > events.index("run b0")
+    assert not any(s.closed for s in FakeStandby.made)  # each one taken by its batch
+
+
+def test_one_ahead_each_batch_starts_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    for depth, ran in ((1, [("a0", ["a1"]), ("a1", ["b0"]), ("b0", [])]),
+                       (0, [("a0", []), ("a1", []), ("b0", [])])):
+        w, _ = _worker(monkeypatch, depth, {"a": 2, "b": 1})
+        w.run(_claim(["a", "b"]), lambda _r: True)
+        assert w.ran == ran
+
+
+def test_a_batch_that_cannot_start_ahead_stops_the_run_of_standbys(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # b0 runs one container after the other: a0 starts nothing, b0 starts c0 and d0.
+    parts = {"a": 1, "b": 1, "c": 1, "d": 1}
+    w, _ = _worker(monkeypatch, 2, parts, broken=frozenset({"b0"}))
+    w.run(_claim(list(parts)), lambda _r: True)
+    assert w.ran == [("a0", []), ("b0", ["c0", "d0"]), ("c0", []), ("d0", [])]
+
+
+def test_a_stopped_run_closes_the_standbys_of_problems_taken_ahead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    w, _ = _worker(monkeypatch, 2, {"a": 1, "b": 1, "c": 1})
+    w.run(_claim(["a", "b", "c"]), lambda _r: False)  # the run stops after the first problem
+    assert w.ran == [("a0", ["b0", "c0"])]
+    assert [s.batch for s in FakeStandby.made] == ["b0", "c0"]
+    assert all(s.closed for s in FakeStandby.made) and not w.queued
