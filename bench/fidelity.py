@@ -82,7 +82,7 @@ def _launch_us(fn: Any, inputs: tuple[Any, ...], calls: int = 50) -> float:
     return host * 1e6
 
 
-def _sustained_us(fn: Any, inputs: tuple[Any, ...], per_call_us: float,
+def sustained_us(fn: Any, inputs: tuple[Any, ...], per_call_us: float,
                   seconds: float = 0.2) -> float:
     """Device µs per call of back-to-back calls for about `seconds`, in batches of about 5 ms
     between CUDA events; the median of the later half of the batches."""
@@ -153,7 +153,7 @@ def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
                          "grader_us": s["timing"]["median_us"], "bare_us": bare,
                          "do_bench_us": ms * 1000, "launch_us": _launch_us(kern.kernel, inputs),
                          "profiler_us": _profiled_us(kern.kernel, inputs),
-                         "sustained_us": _sustained_us(kern.kernel, inputs, bare)})
+                         "sustained_us": sustained_us(kern.kernel, inputs, bare)})
             del sets, inputs
             torch.cuda.empty_cache()
     return rows

@@ -20,6 +20,7 @@
 #                    image of this host's own installation (no registry here), then the demo
 #                    graded with --runtime cuda FROM it (report cuda-triton; the driver's
 #                    libraries bound, nothing else of the host's) and the GPU test of that kind
+#   clocks           bench/clocks.py: SM clock and power while kernels are timed three ways
 #   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
 #   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
 #                    its report named NAME (default: DIR's name and the problems)
@@ -97,8 +98,9 @@ for step in "${steps[@]}"; do
           GRADER_CUDA_BASE=grader-cuda-base:host python3 -m pytest -q -p no:cacheprovider \
             --run-docker --run-gpu tests/gpu -k cuda_runtime 2>&1 | tail -n 15 \
             | tee "$OUT/pytest-gpu-cuda.txt" ;;
+    clocks) python3 bench/clocks.py --json "$OUT/clocks.json" 2>&1 | tee "$OUT/clocks.md" ;;
     tests|tests:*) sel=(); [ "$step" != tests ] && sel=(-k "${step#tests:}")
-                   python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu \
+                   timeout $(( ${CALL_LIMIT_S:-570} - SECONDS - 15 )) python3 -m pytest -q -p no:cacheprovider --run-docker --run-gpu tests/gpu \
                      "${sel[@]}" 2>&1 | tail -n 15 | tee "$OUT/pytest-gpu.txt" ;;
     suite:*) IFS=: read -r _ dir only name <<<"$step"
              name=${name:-$(basename "$dir")${only:+-${only//,/-}}}
