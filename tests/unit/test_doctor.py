@@ -1,0 +1,91 @@
+"""How the host's NVIDIA driver libraries are found and bound for `--runtime cuda` without
+NVIDIA's container toolkit (doctor.driver_libraries, grade.driver_binds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import doctor, grade
+from grader.doctor import DRIVER_LIB_DIR, driver_libraries, parse_ldconfig
+from grader.errors import UsageError
+from grader.jobs import Sandbox, container_spec
+from grader.sandbox.spec import Bind, Limits, Role
+
+# As `ldconfig -p` printed it on the H200 host (2026-12-02), shortened (one path cut), with a
+# 32-bit entry.
+LDCONFIG = """\
+1234 libs found in cache `/etc/ld.so.cache'
+\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libnvidia-ml.so.1
+\tlibnvidia-ml.so.1 (libc6,x86-64) => /lib/libnvidia-ml.so.1
+\tlibnvidia-gpucomp.so.580.159.04 (libc6,x86-64) => /usr/local/nvidia/lib64/libnvidia-gpucomp.so.5
+\tlibcudart.so.13 (libc6,x86-64) => /usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13
+\tlibcuda.so.1 (libc6) => /usr/lib/i386-linux-gnu/libcuda.so.1
+\tlibcuda.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so.1
+\tlibcudadebugger.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libcudadebugger.so.1
+\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6
+"""
+
+
+def test_ldconfig_gives_the_drivers_64_bit_libraries_first_entry_first() -> None:
+    assert parse_ldconfig(LDCONFIG) == {
+        "libnvidia-ml.so.1": "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+        "libnvidia-gpucomp.so.580.159.04": "/usr/local/nvidia/lib64/libnvidia-gpucomp.so.5",
+        "libcuda.so.1": "/usr/local/nvidia/lib64/libcuda.so.1",
+        "libcudadebugger.so.1": "/usr/local/nvidia/lib64/libcudadebugger.so.1",
+    }  # not CUDA's runtime (libcudart: the image brings it), not 32-bit, not libc
+
+
+def _driver(tmp_path: Path) -> Path:
+    """A driver's files as installed: the versioned file and its soname link."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libcuda.so.580.159.04").write_bytes(b"\x7fELF")
+    (lib / "libcuda.so.1").symlink_to("libcuda.so.580.159.04")
+    (lib / "libcuda.so").symlink_to("libcuda.so.1")
+    return lib
+
+
+def test_each_name_is_bound_to_the_real_file_behind_it(tmp_path: Path) -> None:
+    lib = _driver(tmp_path)
+    text = (f"\tlibcuda.so.1 (libc6,x86-64) => {lib}/libcuda.so.1\n"
+            f"\tlibcuda.so (libc6,x86-64) => {lib}/libcuda.so\n"
+            f"\tlibnvidia-ml.so.1 (libc6,x86-64) => {lib}/libnvidia-ml.so.1\n")  # gone
+    real = str(lib / "libcuda.so.580.159.04")
+    assert driver_libraries(text) == {"libcuda.so": real, "libcuda.so.1": real}
+
+
+def test_without_ldconfig_the_usual_folders_are_searched(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = _driver(tmp_path)
+    monkeypatch.setattr(doctor, "_LIB_DIRS", (str(tmp_path / "none"), str(lib)))
+    found = driver_libraries("")
+    assert set(found) == {"libcuda.so", "libcuda.so.1", "libcuda.so.580.159.04"}
+    assert set(found.values()) == {str(lib / "libcuda.so.580.159.04")}
+
+
+def test_the_binds_are_read_only_files_in_the_images_library_folder(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grade, "driver_libraries", lambda: {
+        "libcuda.so.1": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
+        "libnvidia-ml.so.1": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04"})
+    binds, env = grade.driver_binds()
+    assert binds == (
+        Bind(host="/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
+             container=f"{DRIVER_LIB_DIR}/libcuda.so.1"),
+        Bind(host="/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04",
+             container=f"{DRIVER_LIB_DIR}/libnvidia-ml.so.1"))
+    assert all(b.read_only for b in binds)
+    # Triton asks ldconfig for libcuda unless told; the image's cache does not list the folder.
+    sb = Sandbox(engine=None, session="s", python="/usr/bin/python3", device="cuda",  # type: ignore[arg-type]
+                 extra_binds=binds, extra_env=env)
+    spec = container_spec(sb, "img", Role.ENTRY, [], Limits())
+    assert spec.env["TRITON_LIBCUDA_PATH"] == DRIVER_LIB_DIR
+    assert spec.binds[:2] == binds
+
+
+def test_no_libcuda_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grade, "driver_libraries", lambda: {})
+    with pytest.raises(UsageError, match=r"no libcuda\.so\.1 is found"):
+        grade.driver_binds()
