@@ -1,14 +1,18 @@
-"""How the host's NVIDIA driver libraries are found and bound for `--runtime cuda` without
-NVIDIA's container toolkit (doctor.driver_libraries, grade.driver_binds)."""
+"""How GPUs reach containers: which device nodes each worker's containers get (one GPU a
+worker, `--gpus 0,1,...`), and how the host's NVIDIA driver libraries are found and bound for
+`--runtime cuda` without NVIDIA's container toolkit (doctor, grade.make_sandbox). The run on
+several GPUs at once needs a host with them (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from grader import doctor, grade
-from grader.doctor import DRIVER_LIB_DIR, driver_libraries, parse_ldconfig
+from grader.config import RunConfig
+from grader.doctor import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes, parse_ldconfig
 from grader.errors import UsageError
 from grader.jobs import Sandbox, container_spec
 from grader.sandbox.spec import Bind, Limits, Role
@@ -89,3 +93,58 @@ def test_no_libcuda_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grade, "driver_libraries", lambda: {})
     with pytest.raises(UsageError, match=r"no libcuda\.so\.1 is found"):
         grade.driver_binds()
+
+
+NODES = ["/dev/nvidia-caps", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia0",
+         "/dev/nvidia1", "/dev/nvidiactl"]  # as on the H200 host, with a second GPU
+
+
+class FakeEngine:
+    def __init__(self, runtimes: dict[str, object] | None = None) -> None:
+        self.runtimes = runtimes or {}
+
+    def info(self) -> dict[str, object]:
+        return {"Runtimes": self.runtimes}
+
+
+@pytest.fixture()
+def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor.glob, "glob", lambda pattern: list(NODES)
+                        if pattern == "/dev/nvidia*" else [])
+    monkeypatch.setattr(doctor.os.path, "exists", lambda path: path in NODES)
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_each_gpu_gets_its_own_node_and_the_shared_ones_never_the_others() -> None:
+    assert gpu_mode({"Runtimes": {"runc": {}}}) == ("devices", NODES)
+    assert gpu_mode({"Runtimes": {"nvidia": {}}})[0] == "toolkit"
+    assert gpu_nodes(NODES, 1) == ["/dev/nvidia1", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                   "/dev/nvidiactl"]
+    assert "/dev/nvidia0" not in gpu_nodes(NODES, 1)
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    monkeypatch.setattr(grade, "DockerEngine", FakeEngine)  # each worker's own client
+    monkeypatch.setattr(grade, "driver_libraries", lambda: {"libcuda.so.1": "/lib/libcuda.so"})
+    for kind, bound in (("host", False), ("cuda", True)):
+        cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
+                        gpus=(0, 1))
+        cfg = replace(cfg, runtime=replace(cfg.runtime, kind=kind))
+        g = grade.Grader(cfg, FakeEngine(), None, lambda _m: None)  # type: ignore[arg-type]
+        workers = g.workers()
+        assert [w.gpu.index for w in workers if w.gpu] == [0, 1]
+        assert [w.gpu.device_nodes[0] for w in workers if w.gpu] == ["/dev/nvidia0",
+                                                                     "/dev/nvidia1"]
+        drivers = [b for w in workers for b in w.extra_binds
+                   if b.container.startswith(DRIVER_LIB_DIR)]
+        assert bool(drivers) == bound  # the host runtime binds /usr, which holds them
+    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda", gpus=(2,))
+    with pytest.raises(UsageError, match="GPU 2 is not on this host"):
+        grade.Grader(cfg, FakeEngine(), None, lambda _m: None).workers()  # type: ignore[arg-type]
+    cuda = replace(cfg, gpus=(1,), runtime=replace(cfg.runtime, kind="cuda"))
+    toolkit = grade.Grader(cuda, FakeEngine({"nvidia": {}}), None,  # type: ignore[arg-type]
+                           lambda _m: None).workers()
+    assert toolkit[0].gpu is not None and toolkit[0].gpu.mode == "toolkit"
+    assert toolkit[0].extra_binds == ()  # the toolkit brings the driver itself
