@@ -61,6 +61,7 @@ class TimingRecord(_Model):
     host_us: list[float] = Field(default_factory=list, max_length=10000)
     method: str = Field(default="", max_length=100)
     loop_s: float | None = None
+    flush_bytes: int | None = Field(default=None, ge=0)  # the L2 flush buffer the loop wrote
 
 
 class ResultFile(_Model):

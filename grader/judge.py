@@ -193,7 +193,7 @@ def judge_timing(entry: ContainerRun, shape: Shape, n_sets: int = 0
                     host_median_us=_stats(host)[0] if host else None,
                     # evidence like the samples, kept only for bench/overhead.py's split
                     loop_s=rec.loop_s if rec.loop_s is not None and math.isfinite(rec.loop_s)
-                    and rec.loop_s >= 0 else None)
+                    and rec.loop_s >= 0 else None, flush_bytes=rec.flush_bytes)
     return timing, findings, None
 
 

@@ -1,9 +1,10 @@
 """Timing an entry's kernel on a GPU (runs next to entry code: its numbers are evidence).
 
 Each timed call gets fresh buffers (a copy of one of several pre-generated input sets, so no
-cache keyed by address pays), runs after the L2 was flushed by writing a buffer larger than it,
-and is bracketed by CUDA events; a third event recorded after a device-wide synchronisation
-bounds the call including any work hidden on another stream, which shows up as a gap.
+cache keyed by address pays), runs after the L2 was flushed by writing a buffer at least twice
+its size (as the device reports it), and is bracketed by CUDA events; a third event recorded
+after a device-wide synchronisation bounds the call including any work hidden on another
+stream, which shows up as a gap.
 Sampling stops when the relative standard error of the mean falls below the bound, or when
 the time budget is spent.
 Standard library and torch only.
@@ -34,6 +35,12 @@ def _rse(samples: list[float]) -> float:
     return math.sqrt(var / n) / mean if mean > 0 else math.inf
 
 
+def flush_bytes(configured: int, l2_bytes: int) -> int:
+    """The L2 flush buffer: twice the device's L2 (as the device reports it), or the configured
+    size where that is larger; 1 MiB at least."""
+    return max(configured, 2 * l2_bytes, 1 << 20)
+
+
 def time_kernel(kernel: Callable[..., Any] | list[Callable[..., Any]],
                 sets: list[tuple[Any, ...]], *, l2_flush_bytes: int, rse_target: float = 0.01,
                 min_samples: int = 10, max_samples: int = 500, budget_s: float = 10.0
@@ -41,7 +48,9 @@ def time_kernel(kernel: Callable[..., Any] | list[Callable[..., Any]],
     """Returns the raw samples and, per input set, the output of its last timed call.
     `kernel` may be a list: one callable per input set (module problems build one per set)."""
     calls = kernel if isinstance(kernel, list) else [kernel] * len(sets)
-    flush = torch.empty(max(l2_flush_bytes, 1 << 20), dtype=torch.uint8, device="cuda")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    n_flush = flush_bytes(l2_flush_bytes, int(getattr(props, "L2_cache_size", 0)))
+    flush = torch.empty(n_flush, dtype=torch.uint8, device="cuda")
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     settled = torch.cuda.Event(enable_timing=True)
@@ -76,4 +85,4 @@ def time_kernel(kernel: Callable[..., Any] | list[Callable[..., Any]],
         if time.perf_counter() - began > budget_s and i >= min(min_samples, 3):
             break
     return {"device_us": device_us, "host_us": host_us, "method": "cuda-events",
-            "loop_s": time.perf_counter() - began}, last
+            "loop_s": time.perf_counter() - began, "flush_bytes": n_flush}, last

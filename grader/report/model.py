@@ -34,6 +34,8 @@ class Timing(Model):
     method: str  # e.g. "cuda-events"
     host_median_us: float | None = None  # with device-wide sync, host clock: shows hidden work
     loop_s: float | None = None  # wall time of the whole timed loop, as the harness saw it
+    # The L2 flush before each call: at least twice the device's L2, as the harness read it.
+    flush_bytes: int | None = None
 
 
 class KernelTime(Model):

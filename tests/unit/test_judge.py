@@ -92,13 +92,14 @@ def test_symlink_in_output_is_tampering(tmp_path: Path) -> None:
 def test_timing_is_summarised_and_cross_checked(tmp_path: Path) -> None:
     good = torch.arange(8.0) * 2
     rec = TimingRecord(ok=True, device_us=[10.0, 11.0, 12.0, 13.0], host_us=[20.0] * 4,
-                       method="cuda-events")
+                       method="cuda-events", flush_bytes=256 << 20)
     cases, ref, ent = _runs(tmp_path, good, timing=rec, timed=True)
     res = judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases, reference=ref, entry=ent,
                         static=[], own_kernels=set(), tracer=NoDetection(),
                         max_output_bytes=1 << 20)[0]
     assert res.verdict == Verdict.PASSED and res.timing is not None
     assert res.timing.median_us == 11.5 and res.timing.samples == 4
+    assert res.timing.flush_bytes == 256 << 20  # evidence, kept for the report
     assert abs(res.timing.iqr_us - 1.5) < 1e-9
     # samples that sum to more than the container ran are impossible: tampering
     huge = TimingRecord(ok=True, device_us=[5e6, 5e6], method="cuda-events")
@@ -140,3 +141,12 @@ def test_replay_is_a_warning_on_the_shape(tmp_path: Path) -> None:
                         max_output_bytes=1 << 20)[0]
     assert res.verdict == Verdict.PASSED  # a warning: the evidence for a person to weigh
     assert [f.rule for f in res.findings] == ["TM914"]
+
+
+def test_the_l2_flush_is_twice_the_devices_l2_at_least() -> None:
+    from grader.harness.timing import flush_bytes
+
+    h200_l2, larger = 50 << 20, 192 << 20  # the H200's L2, and one larger than 128 MiB
+    assert flush_bytes(256 << 20, h200_l2) == 256 << 20  # the configured size is enough
+    assert flush_bytes(256 << 20, larger) == 2 * larger
+    assert flush_bytes(0, 0) == 1 << 20  # no size reported: 1 MiB still
