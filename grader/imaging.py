@@ -47,7 +47,7 @@ WHEEL_TARGET = ("--python-version", "3.11", "--implementation", "cp", "--platfor
 @dataclass(frozen=True, kw_only=True)
 class RuntimeConfig:
     kind: RuntimeKind = "cpu"
-    # A -devel image: Triton needs a C compiler at run time, which the -runtime ones lack.
+    # A -devel image: Triton needs a C compiler at run time, which -runtime ones have lacked.
     cuda_base: str = "pytorch/pytorch:2.9.1-cuda12.8-cudnn9-devel"
     python: str = "python3"  # the interpreter inside the container (cuda and host kinds)
 
