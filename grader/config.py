@@ -41,7 +41,8 @@ class RunConfig:
     overlap: bool = True
     # Each batch's containers started while the batch before it runs, waiting at a gate after
     # their cold imports (grader/worker.py). auto: when the host has AHEAD_CORES cores a
-    # worker (two running containers, two starting): on two cores it only slows the run.
+    # worker (two running containers, two or more starting): on two cores it only slows the
+    # run.
     start_ahead: Literal["auto", "on", "off"] = "auto"
     # How many batches' containers are started ahead at once (worker.py): a batch whose next
     # batch has no standby starts this many; the wait for their set-up falls on one batch in

@@ -124,9 +124,10 @@ class Planned:
 
 
 Claim = Callable[[], ProblemBundle | None]
-# Cores a worker needs for starting ahead to pay: its two running containers, and the next
-# batch's two making their imports. On the two-core CI machine (2026-12-01) the demo suite's
-# grading took 9.4-9.6 s with it against 9.1-10.6 s without: no core to overlap on.
+# Cores a worker needs for starting ahead to pay: its two running containers, and a batch
+# ahead's two making their imports (at depth 2, two batches' four, one batch in two). On the
+# two-core CI machine (2026-12-01) the demo suite's grading took 9.4-9.6 s with it against
+# 9.1-10.6 s without: no core to overlap on.
 AHEAD_CORES = 4
 
 
