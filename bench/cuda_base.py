@@ -37,13 +37,8 @@ EXCLUDE = ("usr/local/cuda*", "usr/share/doc", "usr/share/man", "usr/share/info"
 
 def site_members(site: Path) -> list[Path]:
     """The site-packages entries to keep: KEEP's packages and their metadata."""
-    norm = {k.lower().replace("-", "_") for k in KEEP}
-    kept = []
-    for entry in sorted(site.iterdir()):
-        stem = entry.name.split("-")[0].lower().replace(".py", "")
-        if stem in norm or entry.name.lower().replace("-", "_") in norm:
-            kept.append(entry)
-    return kept
+    return [entry for entry in sorted(site.iterdir())
+            if entry.name.split("-")[0].lower().removesuffix(".py") in KEEP]
 
 
 def environment_paths(python: str) -> tuple[list[str], Path]:

@@ -146,7 +146,7 @@ class Worker:
     run-wide state), taking each next problem from `claim`."""
 
     def __init__(self, grader: Grader, sandbox: Sandbox, suite: Suite, sub: Submission,
-                 runtime_tag: str, *, depth: int = 1) -> None:
+                 runtime_tag: str, *, depth: int) -> None:
         self.g = grader
         self.sb = sandbox
         self.depth = depth  # batches whose containers are started ahead at once (0: none)

@@ -80,8 +80,7 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
     # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
     assert sb.gpu is not None
     assert bool(sb.extra_binds) == (sb.gpu.mode == "devices")
-    assert all(b.read_only and b.container.startswith(DRIVER_LIB_DIR)
-                                  for b in sb.extra_binds)
+    assert all(b.read_only and b.container.startswith(DRIVER_LIB_DIR) for b in sb.extra_binds)
 
 
 def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
