@@ -45,6 +45,17 @@ class TraceRecord(_Model):
     torch_ops: dict[str, int] = Field(default_factory=dict, max_length=5000)
     triton_launches: dict[str, int] = Field(default_factory=dict, max_length=5000)
     device_kernels: list[KernelRecord] = Field(default_factory=list, max_length=20000)
+    # Type names of Triton launch arguments that were not plain tensors, scalars or Triton's
+    # own types, and tensor methods that handed memory to another array library (record.py).
+    launch_arg_types: dict[str, int] = Field(default_factory=dict, max_length=1000)
+    array_exports: dict[str, int] = Field(default_factory=dict, max_length=100)
+
+
+class DeviceRecord(_Model):
+    """Whether the device record's brackets matched the harness's calls (record.DeviceCalls)."""
+
+    consistent: bool
+    problem: str = Field(default="", max_length=500)
 
 
 class CaseRecord(_Model):
@@ -62,6 +73,10 @@ class TimingRecord(_Model):
     method: str = Field(default="", max_length=100)
     loop_s: float | None = None
     flush_bytes: int | None = Field(default=None, ge=0)  # the L2 flush buffer the loop wrote
+    # What the timed calls themselves ran (summed over them), and per timed call the µs of its
+    # event-timed device time during which some recorded kernel ran (CUDA).
+    trace: TraceRecord | None = None
+    covered_us: list[float] = Field(default_factory=list, max_length=10000)
 
 
 class ResultFile(_Model):
@@ -71,6 +86,10 @@ class ResultFile(_Model):
     # Seconds per phase as the process itself counted them (harness.main.Phases): for the
     # overhead benchmark only, never for a verdict.
     phases_s: dict[str, float] = Field(default_factory=dict, max_length=32)
+    # The entry's activity outside its calls (import time, between calls), and on CUDA whether
+    # its device record could be split into calls.
+    outside: TraceRecord | None = None
+    device_record: DeviceRecord | None = None
 
 
 @dataclass(kw_only=True)
