@@ -149,6 +149,9 @@ def gate_failure(rep: Report, fail_on: frozenset[Verdict], out_dir: Path) -> Non
     """Raise VerdictGate when a shape got a verdict named in --fail-on (the CI gate)."""
     hits = [(p.id, s.id, s.verdict) for p in rep.problems for s in p.shapes
             if s.verdict in fail_on]
+    # A problem graded on no shape has its verdict (missing) and no shape to carry it.
+    hits += [(p.id, "-", p.verdict) for p in rep.problems
+             if not p.shapes and p.verdict in fail_on]
     if not hits:
         return
     counts = {v: sum(1 for *_, hv in hits if hv == v) for v in sorted({h[2] for h in hits})}

@@ -94,12 +94,14 @@ def load_suite(directory: Path) -> Suite:
 
 
 def find_suite(name_or_path: str, roots: list[Path]) -> Suite:
-    """A suite by folder path, or by name under one of the `roots` (problem_bundles folders)."""
-    path = Path(name_or_path)
-    if path.is_dir():
-        return load_suite(path)
+    """A suite by name under one of the `roots` (problem_bundles folders, `--suites`), else by
+    folder path. The roots come first: a folder of the same name in the working directory
+    (an import's source, a checkout) must not shadow the suite asked for (issue 20)."""
     for root in roots:
         if (root / name_or_path / "suite.toml").is_file():
             return load_suite(root / name_or_path)
+    path = Path(name_or_path)
+    if path.is_dir():
+        return load_suite(path)
     raise ProblemError(f"suite {name_or_path!r} not found",
                        hint=f"looked in {', '.join(str(r) for r in roots)}; pass --suites DIR")

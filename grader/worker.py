@@ -78,6 +78,19 @@ def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
     return list(shapes)
 
 
+def nothing_graded(bundle: ProblemBundle, cfg: RunConfig, static: list[Finding], rel: str
+                   ) -> ProblemResult:
+    """A problem none of whose shapes this run selects: `missing`, never `passed` (issue 20:
+    an imported problem without smoke shapes was "passed (0/0)" on a CPU, and `--fail-on`
+    let it through)."""
+    detail = (f"no shape graded: none of its {len(bundle.problem.shapes)} shape(s) is selected "
+              f"by --shapes {cfg.shapes} on {cfg.device}" + (
+                  " (a CPU grades smoke shapes only; pass --shapes all)"
+                  if cfg.shapes == "auto" and cfg.device == "cpu" else ""))
+    return ProblemResult(id=bundle.id, operator=bundle.problem.operator, verdict=Verdict.MISSING,
+                         detail=detail, findings=static, kernel_file=rel)
+
+
 def _unusable(ref: ContainerRun, shapes: list[Shape], cases: list[Case]
               ) -> tuple[list[ShapeResult], str] | None:
     """A batch's results when its reference run cannot be used (every shape infra_error), with
@@ -205,6 +218,8 @@ class Worker:
         rel = self.sub.manifest.problems[bundle.id].file
         source = kernel.read_text(encoding="utf-8", errors="replace")
         static = g.detector.static(source, rel, bundle.problem.entry_names())
+        if not shapes:  # nothing to grade is never `passed` (issue 20): --fail-on sees it
+            return nothing_graded(bundle, g.cfg, static, rel)
         t0 = time.monotonic()
         g.progress(f"{bundle.id}: image")
         image = ensure(g.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
@@ -356,6 +371,8 @@ class Worker:
 
     def finish(self, plan: Planned) -> ProblemResult:
         bundle = plan.bundle
+        if not plan.results:
+            return nothing_graded(bundle, self.g.cfg, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])
         self.g.progress(f"{bundle.id}: done ({verdict})")
         # From its first batch's start (what came before it ran beside the problem before),
