@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.detect.dynamic import judge_trace
+from grader.detect.dynamic import CallEvidence, judge_calls, judge_trace
 from grader.detect.findings import Finding
 from grader.detect.kernels import classify
 from grader.detect.policy import Policy
@@ -33,3 +33,6 @@ class Detector:
                                       [(k.name, k.kind, k.device_us) for k in kernels],
                                       self.policy)
         return findings, trace.model_copy(update={"device_kernels": kernels, "dsl_share": share})
+
+    def judge_calls(self, evidence: CallEvidence) -> tuple[list[Finding], float | None]:
+        return judge_calls(evidence, self.policy)

@@ -11,9 +11,9 @@ from collections import Counter
 from typing import Protocol
 
 from grader.compare import compare
-from grader.detect.dynamic import verdict_for
+from grader.detect.dynamic import CallEvidence, verdict_for
 from grader.detect.findings import Finding, Layer, Severity
-from grader.evidence import OutDir
+from grader.evidence import OutDir, ResultFile, TraceRecord
 from grader.formats.problem import Problem, Shape
 from grader.jobs import Case, ContainerRun
 from grader.report.model import Comparison, KernelTime, ShapeResult, Timing, Trace
@@ -37,6 +37,11 @@ class TraceJudge(Protocol):
 
     def judge(self, trace: Trace, own_kernels: set[str]) -> tuple[list[Finding], Trace]:
         """Findings for `trace`, and the trace with kernel kinds and DSL share filled in."""
+        ...
+
+    def judge_calls(self, evidence: CallEvidence) -> tuple[list[Finding], float | None]:
+        """Findings from the record of every call of a shape, and the timed calls' covered
+        share of device time (detect.dynamic.judge_calls)."""
         ...
 
 
@@ -91,11 +96,10 @@ def _container_failure(run: ContainerRun) -> tuple[Verdict, str] | None:
 
 def _anomaly_findings(out: OutDir) -> list[Finding]:
     findings = []
-    for a in out.anomalies:
-        tamper = "symlink" in a or "non-regular" in a or "not valid" in a or "larger" in a
-        findings.append(Finding(rule="TM900" if tamper else "TM901",
-                                severity=Severity.TAMPERING if tamper else Severity.WARNING,
-                                layer=Layer.DYNAMIC, message=f"output directory: {a}"))
+    for a in out.anomalies:  # one per kind, with its count (evidence.read_out_dir)
+        findings.append(Finding(rule="TM900" if a.tampering else "TM901",
+                                severity=Severity.TAMPERING if a.tampering else Severity.WARNING,
+                                layer=Layer.DYNAMIC, message=f"output directory: {a.text}"))
     return findings
 
 
@@ -112,6 +116,49 @@ def _merge_traces(traces: list[Trace]) -> Trace:
     return Trace(torch_ops=dict(ops), triton_launches=dict(launches),
                  device_kernels=[KernelTime(name=n, kind=kd, device_us=us, calls=c)
                                  for n, (kd, us, c) in kernels.items()])
+
+
+def _as_trace(rec: TraceRecord) -> Trace:
+    return Trace(torch_ops=rec.torch_ops, triton_launches=rec.triton_launches,
+                 device_kernels=[KernelTime(name=k.name, kind="unknown", device_us=k.device_us,
+                                            calls=k.calls) for k in rec.device_kernels])
+
+
+def _dynamic(result: ResultFile, shape: str, records: list[TraceRecord], elements: int,
+             own_kernels: set[str], tracer: TraceJudge, *, timed: bool
+             ) -> tuple[list[Finding], Trace | None, float | None]:
+    """The shape's dynamic findings from the record of all its calls: the correctness calls
+    and, on a GPU, the timed calls themselves (issue 17: what is scored is what is watched).
+    Returns the findings, the report's trace and the timed calls' covered share."""
+    rec = result.timings.get(shape)
+    timed_trace = rec.trace if timed and rec is not None and rec.ok else None
+    every = [*records, *([timed_trace] if timed_trace is not None else [])]
+    findings: list[Finding] = []
+    trace = None
+    if every:
+        findings, trace = tracer.judge(_merge_traces([_as_trace(r) for r in every]), own_kernels)
+    if timed_trace is not None and trace is not None and timed_trace.device_kernels:
+        timed_findings, timed_view = tracer.judge(_as_trace(timed_trace), own_kernels)
+        trace = trace.model_copy(update={"timed_dsl_share": timed_view.dsl_share})
+        if not any(f.rule == "DY003" for f in findings):
+            findings += [f.model_copy(update={"message": "in the timed calls: " + f.message})
+                         for f in timed_findings if f.rule == "DY003"]
+    outside = result.outside or TraceRecord()
+    evidence = CallEvidence(
+        per_call_ops=[r.torch_ops for r in records],
+        timed_ops=timed_trace.torch_ops if timed_trace is not None else {},
+        timed_calls=len(rec.device_us) if timed_trace is not None and rec is not None else 0,
+        launch_arg_types=dict(sum((Counter(r.launch_arg_types) for r in every), Counter())),
+        array_exports=dict(sum((Counter(r.array_exports) for r in [*every, outside]),
+                               Counter())),
+        outside_ops=outside.torch_ops, output_elements=elements,
+        device_us=list(rec.device_us) if timed and rec is not None and rec.ok else [],
+        covered_us=list(rec.covered_us) if rec is not None and rec.covered_us else None,
+        record_problem=(result.device_record.problem or "inconsistent"
+                        if result.device_record is not None
+                        and not result.device_record.consistent else None))
+    more, covered = tracer.judge_calls(evidence)
+    return findings + more, trace, covered
 
 
 def _stats(samples: list[float]) -> tuple[float, float, float]:
@@ -220,7 +267,8 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
         verdicts: list[Verdict] = []
         details: list[str] = []
         comparisons: list[Comparison] = []
-        traces: list[Trace] = []
+        records: list[TraceRecord] = []  # the correctness calls'
+        elements = 0
         excerpt: str | None = None
         for case in shape_cases:
             rec = entry.out.result.cases.get(case.id)
@@ -253,11 +301,9 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                 details.append(f"seed {case.seed % 10000:04d}…: {outcome.detail}")
                 continue
             verdicts.append(Verdict.PASSED)
+            elements = elements or sum(int(getattr(t, "numel", lambda: 0)()) for t in expected)
             if rec.trace is not None:
-                traces.append(Trace(
-                    torch_ops=rec.trace.torch_ops, triton_launches=rec.trace.triton_launches,
-                    device_kernels=[KernelTime(name=k.name, kind="unknown", device_us=k.device_us,
-                                               calls=k.calls) for k in rec.trace.device_kernels]))
+                records.append(rec.trace)
         timing, timing_findings, timing_error = judge_timing(entry, shape, len(timed_cases))
         if timing_error is not None:
             verdicts.append(Verdict.RUNTIME_ERROR)
@@ -271,11 +317,12 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
             if isinstance(actual, str) or not compare(expected, actual, problem).ok:
                 verdicts.append(Verdict.INCORRECT)
                 details.append(f"the output of a timed call ({case.id}) is wrong or missing")
-        trace = _merge_traces(traces) if traces else None
         findings: list[Finding] = [*problem_findings, *timing_findings]
-        if trace is not None:
-            dyn, trace = tracer.judge(trace, own_kernels)
-            findings += dyn
+        dyn, trace, covered = _dynamic(entry.out.result, shape.id, records, elements,
+                                       own_kernels, tracer, timed=timing is not None)
+        findings += dyn
+        if timing is not None and covered is not None:
+            timing = timing.model_copy(update={"covered_share": min(max(covered, 0.0), 1.0)})
         verdict = worst(verdicts)
         # Findings decide once the entry ran to the end: a policy violation or tampering
         # whatever its outputs were, a fallback only when they were correct.

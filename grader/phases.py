@@ -17,7 +17,7 @@ from grader.jobs import ContainerRun
 AHEAD_PHASES = {"reference": ("standby", "gate"), "entry": ("standby", "standby_prepare", "gate")}
 HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing",
                                 *AHEAD_PHASES["reference"]),
-                  "entry": ("prepare", "job_wait", "warm", "profile", "trace", "load", "save",
+                  "entry": ("prepare", "record", "job_wait", "warm", "call", "load", "save",
                             "build", "timing_wait", "timing", *AHEAD_PHASES["entry"])}
 
 

@@ -7,6 +7,8 @@ that names each device kernel's kind lives elsewhere; here kinds are taken as gi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import Policy
 from grader.verdicts import Verdict
@@ -110,3 +112,84 @@ def verdict_for(findings: list[Finding]) -> Verdict | None:
 def is_native(findings: list[Finding]) -> bool:
     """True when no finding, static or dynamic, stops a correct shape from being `passed`."""
     return verdict_for(findings) is None
+
+
+# --- the record of every call (issue 17) -----------------------------------------------------
+
+# Ops a Python loop over elements dispatches: reading one (select, item), writing one (fill_,
+# copy_ into a selected view), making a scalar tensor (lift_fresh).
+ELEMENT_OPS = ("aten.select", "aten.slice", "aten._local_scalar_dense", "aten.item",
+               "aten.fill_", "aten.copy_", "aten.index", "aten.index_put_", "aten.unbind",
+               "aten.lift_fresh")
+ELEMENT_FLOOR = 64  # element ops a call may make whatever the problem's size
+ELEMENT_SHARE = 0.25  # ... and beyond that, a quarter of the output's elements
+# Time accounting: a shape's timed calls must have a recorded kernel running for most of their
+# event-timed device time. The honest gaps are the launch of each kernel after the spin and
+# the end event after the last one: a few µs (H200, 2026-12-02, docs/benchmarks.md).
+UNCOVERED_SHARE = 0.5
+UNCOVERED_MIN_US = 20.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallEvidence:
+    """What one shape's calls recorded, as the judge needs it (taken from the evidence)."""
+
+    per_call_ops: list[dict[str, int]]  # one per correctness call
+    timed_ops: dict[str, int]  # summed over the timed calls
+    timed_calls: int
+    launch_arg_types: dict[str, int]  # over every call of the shape
+    array_exports: dict[str, int]  # over every call of the shape and outside them
+    outside_ops: dict[str, int]  # the entry's ops outside its calls
+    output_elements: int  # elements of the reference's outputs for one call
+    device_us: list[float]  # the timed calls' event times (empty on a CPU)
+    covered_us: list[float] | None  # per timed call; None: no device record came back
+    record_problem: str | None = None  # the device record could not be split into calls
+
+
+def judge_calls(ev: CallEvidence, policy: Policy) -> tuple[list[Finding], float | None]:
+    """Findings from the record of every call of one shape, and the median share of the timed
+    calls' device time that recorded kernels covered (None on a CPU)."""
+    findings: list[Finding] = []
+    if ev.launch_arg_types:
+        listed = ", ".join(f"{name} x{n}" for name, n in sorted(ev.launch_arg_types.items()))
+        findings.append(_finding(policy, "DY005", "a Triton launch got arguments that are not "
+                                 f"plain tensors, scalars or Triton types: {listed}"))
+    if ev.array_exports:
+        listed = ", ".join(f"{name} x{n}" for name, n in sorted(ev.array_exports.items()))
+        findings.append(_finding(policy, "DY006", f"tensor memory was handed out: {listed}"))
+    per_call = [sum(n for op, n in ops.items() if op in ELEMENT_OPS) for ops in ev.per_call_ops]
+    if ev.timed_calls:
+        per_call.append(sum(n for op, n in ev.timed_ops.items() if op in ELEMENT_OPS)
+                        // ev.timed_calls)
+    worst = max(per_call, default=0)
+    if worst > max(ELEMENT_FLOOR, ELEMENT_SHARE * ev.output_elements):
+        findings.append(_finding(policy, "DY007", f"one call made {worst} single-element reads "
+                                 f"and writes for {ev.output_elements} output elements"))
+    outside = {op: n for op, n in ev.outside_ops.items() if n > 0 and not policy.allows_aten(op)}
+    if outside:
+        listed = ", ".join(f"{op} x{n}" for op, n in sorted(outside.items(), key=_by_count)[:8])
+        findings.append(_finding(policy, "DY008", f"outside its calls: {listed}"))
+    if not ev.device_us:
+        return findings, None
+    if ev.record_problem or ev.covered_us is None or len(ev.covered_us) != len(ev.device_us):
+        why = ev.record_problem or "no per-call record of the timed calls"
+        findings.append(_finding(policy, "TM916", f"the timed calls' device record: {why}"))
+        return findings, None
+    pairs = [(d, min(max(c, 0.0), d)) for d, c in zip(ev.device_us, ev.covered_us, strict=True)
+             if d > 0]
+    if not pairs:
+        return findings, None
+    uncovered = _median([d - c for d, c in pairs])
+    device = _median([d for d, _c in pairs])
+    covered_share = _median([c / d for d, c in pairs])
+    if uncovered > UNCOVERED_MIN_US and uncovered > UNCOVERED_SHARE * device:
+        findings.append(_finding(policy, "TM915", (
+            f"in the median timed call, {uncovered:.1f} of {device:.1f} µs of device time "
+            "passed with no recorded kernel running: work the record cannot see")))
+    return findings, covered_share
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2

@@ -35,6 +35,11 @@ RULES: dict[str, RuleInfo] = {
     "ST002": RuleInfo(title="no kernel() function", severity=_I, layer=_S, description=(
         "No module-level `def kernel`. Reachability then starts from all module-level code; "
         "the run decides whether the entry can be called at all.")),
+    "ST003": RuleInfo(title="source the analyser cannot analyse", severity=_V, layer=_S,
+        description=(
+        "The analyser failed on this file (an exception inside static analysis, caught). A "
+        "file that cannot be checked is not graded as if it had been: policy_violation, "
+        "never the grader's infra_error.")),
     # -- fallback delegation ------------------------------------------------------------
     "FB001": RuleInfo(title="PyTorch compute function", severity=_F, layer=_S, description=(
         "A torch function that computes (torch.matmul, torch.nn.functional.*, torch.linalg.*, "
@@ -54,6 +59,13 @@ RULES: dict[str, RuleInfo] = {
         "launch fails the entry silently delegates (and the run may never show it).")),
     "FB005": RuleInfo(title="no Triton kernel in the file", severity=_F, layer=_S,
         description="The file defines no @triton.jit function: no kernel in the target DSL."),
+    "FB006": RuleInfo(title="array library or raw view of tensor memory", severity=_F,
+        layer=_S, description=(
+        "numpy (but its dtypes and constants), DLPack (torch.utils.dlpack, from_dlpack), "
+        "memoryview, the array module, or the `__array_interface__`, "
+        "`__cuda_array_interface__`, `__dlpack__` and `__array__` protocols: another library "
+        "computing on zero-copy views of the tensors, which no PyTorch trace records. "
+        "(cupy, numba, jax are VL001.)")),
     # -- decoys -------------------------------------------------------------------------
     "DK001": RuleInfo(title="decoy Triton kernel", severity=_W, layer=_S, description=(
         "A @triton.jit function that nothing reachable from kernel() launches or calls. The "
@@ -92,6 +104,17 @@ RULES: dict[str, RuleInfo] = {
         "protected modules, patches with unittest.mock, assigns dunder attributes or "
         "defines __torch_function__/__torch_dispatch__ (seen in public harness exploits: "
         "patched timers and torch.allclose).")),
+    "TM004": RuleInfo(title="looks at the grader's instruments", severity=_V, layer=_S,
+        description=(
+        "Reads or sets what the grader watches with: Triton's hook knobs "
+        "(triton.knobs.runtime, launch_enter_hook/launch_exit_hook, jit_post_compile_hook, "
+        "...), the dispatch-mode stack (_get_current_dispatch_mode, "
+        "_len_torch_dispatch_stack, torch._C._get_dispatch_mode ...), the profiler's state "
+        "(torch.profiler, torch.autograd.profiler, _profiler_enabled, torch._C._autograd, "
+        "kineto), tracing hooks (sys.gettrace), the process's CUDA memory statistics, a "
+        "stream or event `.query()` (is the device busy?) or torch.cuda._sleep. A kernel has "
+        "no honest reason to look; an entry that does can tell watched calls from timed "
+        "ones (issue 17).")),
     "TM002": RuleInfo(title="frame or heap introspection", severity=_T, layer=_S,
         description=(
         "gc.get_objects/get_referrers, inspect, sys._getframe, sys.modules, tracing hooks, "
@@ -102,7 +125,7 @@ RULES: dict[str, RuleInfo] = {
         "no need to, and it is how input prediction starts.")),
     # -- sandbox --------------------------------------------------------------------------
     "SB001": RuleInfo(title="processes and signals", severity=_V, layer=_S, description=(
-        "subprocess, os.system/fork/exec*, multiprocessing, signal, atexit, os._exit.")),
+        "subprocess, os.system/fork/exec*, multiprocessing, signal, os._exit.")),
     "SB002": RuleInfo(title="threads", severity=_V, layer=_S, description=(
         "threading, concurrent.futures, asyncio: torch ops in another thread are invisible "
         "to the dispatch trace.")),
@@ -112,6 +135,12 @@ RULES: dict[str, RuleInfo] = {
     "SB004": RuleInfo(title="extra CUDA stream or graph", severity=_V, layer=_S, description=(
         "torch.cuda.Stream/stream/set_stream, CUDA graphs, a `stream=` argument: work off "
         "the timed stream escapes the timer.")),
+    "SB005": RuleInfo(title="finaliser or exit hook", severity=_V, layer=_S, description=(
+        "Code that runs when the harness is done or the interpreter exits: atexit, "
+        "weakref.finalize or a weakref callback, a `__del__` method, sys.excepthook/"
+        "unraisablehook, threading.excepthook/_register_atexit, os.register_at_fork, "
+        "signal.signal. Such code ran after the harness wrote its evidence and rewrote it "
+        "(issue 17). sys.settrace/setprofile/addaudithook are TM002.")),
     "PR001": RuleInfo(title="precision downgrade", severity=_W, layer=_S, description=(
         "Host code converts to float16/bfloat16/float8 or lowers float32 matmul precision. "
         "Correctness at the problem's tolerance decides; shown as a warning.")),
@@ -131,6 +160,23 @@ RULES: dict[str, RuleInfo] = {
         description=(
         "Triton launches were reported but the profiler saw none of the entry's own Triton "
         "kernels on the device: the evidence does not agree.")),
+    "DY005": RuleInfo(title="launch argument that can compute", severity=_V, layer=_D,
+        description=(
+        "A Triton launch got an argument that is not exactly a torch.Tensor, a Python scalar "
+        "or one of Triton's own types (a tensor subclass, an object with a data_ptr): its "
+        "attributes can compute while Triton reads them, where nothing is recorded.")),
+    "DY006": RuleInfo(title="tensor memory handed to another array library", severity=_F,
+        layer=_D, description=(
+        "A tensor's memory was exported (.numpy(), __array__, __dlpack__) by entry code: "
+        "numpy, BLAS or any library computing on that view is invisible to the trace.")),
+    "DY007": RuleInfo(title="element-wise Python loop", severity=_F, layer=_D, description=(
+        "A call read or wrote single elements (select, item, fill_, copy_ ...) in proportion "
+        "to the problem's output size: plain Python did the work, one element at a time.")),
+    "DY008": RuleInfo(title="PyTorch computed outside the entry's calls", severity=_W,
+        layer=_D, description=(
+        "Compute ops ran outside every call of the entry (at import, or between calls on the "
+        "harness's thread): nothing of it is in a call's record, shown for a person to "
+        "weigh.")),
     # Evidence checks of the host (grader/judge.py, grader/scoring/apply.py).
     "TM900": RuleInfo(title="forged output folder", severity=_T, layer=_D, description=(
         "The entry's output folder held a symlink, FIFO or other non-regular file, or a result "
@@ -152,6 +198,15 @@ RULES: dict[str, RuleInfo] = {
         "An input set's first timed call was far slower than its later ones: the signature of "
         "outputs cached under a fingerprint of the inputs and replayed (or of lazy one-time "
         "work in a first call).")),
+    "TM915": RuleInfo(title="timed device time no kernel explains", severity=_F, layer=_D,
+        description=(
+        "In the timed calls, a large part of the event-timed device time passed with no "
+        "recorded kernel running: work the record cannot see (host-side compute the call "
+        "waited for) is a finding, not a score.")),
+    "TM916": RuleInfo(title="timed calls without their record", severity=_T, layer=_D,
+        description=(
+        "On the GPU, the timed calls came back without the device record of what they ran, "
+        "or with one whose call brackets do not match the calls made.")),
 }
 
 

@@ -9,15 +9,24 @@ Protocol (paths are fixed container paths):
              "hold" in the job (its container overlaps the entry's), write .cases.json once
              the cases are done and time only once /grader/in/go.json exists (the host writes
              it when the entry's container has exited); then result.json.
-  entry:     import /grader/entry/kernel.py, then write /grader/out/ready.json; only then does
-             the host place the inputs and /grader/in/job.json (so nothing the entry does at
-             import time can see them); for each case write <id>.out and finally result.json.
-             With "hold" in the job (a standby beside it still importing), write .traced.json
+  entry:     import /grader/entry/kernel.py, then send "ready"; only then does the host
+             place the inputs and /grader/in/job.json (so nothing the entry does at import
+             time can see them); for each case write <id>.out and finally send "result".
+             With "hold" in the job (a standby beside it still importing), send "traced"
              after the traced calls and time only once /grader/in/go.json exists.
+             The entry's harness runs under the warden (warden.py, the container's pid 1):
+             "ready", "traced", "result" and the standby gate are frames on fd 3, each with
+             the token the warden handed over on fd 4 (read here before any entry code runs),
+             never files; the warden checks their order and relays them on the container's
+             stdout, and after "result" ends every process of the container before the host
+             sees it. `_write_json` is the one seam: protocol names become frames under the
+             warden (CHANNEL_ENV set), files otherwise (the reference, and tests that run
+             this module directly).
 Standby (GRADER_STANDBY=1 in the environment; problem_run.Standby): either role first imports
              torch (and Triton); on a GPU the entry's harness then makes its CUDA context and
-             the device profiler's one-time set-up; then it writes /grader/out/.standby.json
-             and waits for /grader/in/start.json; only then does it go on as above. Nothing
+             the device profiler's one-time set-up; then it signals the gate (the entry a
+             "standby" frame, the reference /grader/out/.standby.json) and waits for
+             /grader/in/start.json; only then does it go on as above. Nothing
              before the gate loads the entry's file or reads an input: the host starts a
              batch's containers while the batch before it still runs, and holds that batch's
              timed loops until these are idle here (at the gate, all of the above done).
@@ -80,7 +89,62 @@ def _excerpt(exc: BaseException) -> str:
     return text[-EXCERPT:]
 
 
+# Protocol names that travel as frames to the warden (warden.py) when it runs this process.
+FRAMES = {AT_GATE: "standby", "ready.json": "ready", TRACED: "traced", "result.json": "result"}
+CHANNEL_ENV = "GRADER_CHANNEL"  # warden.CHANNEL_ENV: the frame pipe's fd
+TOKEN_FD = 4  # warden.TOKEN_FD
+MAX_OUTPUTS = 20000
+
+
+def _open_channel() -> tuple[int, bytes] | None:
+    """The frame pipe and the warden's token, or None outside the warden. Runs when this
+    module is imported, before the entry's file is loaded: the token's pipe is read to its
+    end and closed, so entry code finds neither fd 4 nor the token anywhere but in this
+    process's memory (and reading that is introspection, a static violation)."""
+    fd = os.environ.get(CHANNEL_ENV)
+    if fd is None:
+        return None
+    chunks = []
+    while chunk := os.read(TOKEN_FD, 256):
+        chunks.append(chunk)
+    os.close(TOKEN_FD)
+    os.set_inheritable(int(fd), False)  # compilers and other exec'd children get no handle
+    return int(fd), b"".join(chunks).strip()
+
+
+_CHANNEL = _open_channel()
+
+
+def _hash_outputs() -> dict[str, str]:
+    """sha256 of each <case>.out as it is when the result goes out: the host refuses output
+    files that differ (rewritten after the harness's last act, before the warden ended the
+    process) or that the result does not list."""
+    import hashlib
+
+    hashes: dict[str, str] = {}
+    for entry in sorted(os.scandir(OUT), key=lambda e: e.name)[:MAX_OUTPUTS]:
+        if not entry.name.endswith(".out") or not entry.is_file(follow_symlinks=False):
+            continue
+        h = hashlib.sha256()
+        with open(entry.path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+        hashes[entry.name] = h.hexdigest()
+    return hashes
+
+
 def _write_json(name: str, data: dict[str, Any]) -> None:
+    """The harness's one way to signal the host (see the protocol above)."""
+    kind = FRAMES.get(name)
+    if _CHANNEL is not None and kind is not None:
+        fd, token = _CHANNEL
+        frame: dict[str, Any] = {"frame": kind, "token": token.decode(), "data": data}
+        if kind == "result":
+            frame["outputs"] = _hash_outputs()
+        view = memoryview(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+        while view:
+            view = view[os.write(fd, view):]
+        return
     tmp = OUT / f".{name}.part"
     tmp.write_text(json.dumps(data))
     os.replace(tmp, OUT / name)
@@ -146,10 +210,10 @@ def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool
 def _prepare_cuda() -> None:
     import torch
 
-    from .trace import DeviceProfile
-
     torch.cuda.init()
-    with DeviceProfile():  # a throwaway session: the profiler's set-up is paid once a process
+    # A throwaway session: the device profiler's set-up is paid once a process, and the
+    # entry's recorder (record.Recorder) starts its own session before the entry is loaded.
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
         torch.ones(1, device="cuda").add_(1)
         torch.cuda.synchronize()
 
@@ -255,135 +319,19 @@ def _jit_names(module: Any) -> list[str]:
     return sorted(set(names))
 
 
-def run_entry(classes: list[str] | None = None) -> int:
-    """`classes`: a module problem's entry class names (the first found is built)."""
-    phase = Phases()
-    # Started ahead, the CUDA context and the device profiler's set-up are made at the standby.
-    prepared = _standby(phase, _prepare_cuda)
-    t0 = time.monotonic()
-    try:
-        module = _load_module(ENTRY, "entry_kernel")
-        if classes:
-            from .modules import find_class
-
-            find_class(module, classes)
-            kernel: Any = module  # the class is looked up again, and built, per case
-        else:
-            kernel = getattr(module, "kernel", None)
-            if not callable(kernel):
-                raise AttributeError("the kernel file defines no callable kernel()")
-    except BaseException as exc:  # the entry may raise anything, SystemExit included
-        _write_json("ready.json", {"ok": False, "error": _excerpt(exc)})
-        return 3
-    _write_json("ready.json", {"ok": True, "import_s": time.monotonic() - t0,
-                               "jit_functions": _jit_names(module)})
-
-    import torch
-
-    from . import tensors
-    from .trace import DeviceProfile, Tracer
-
-    if os.environ.get("GRADER_DEVICE") == "cuda" and not prepared:
-        # While the job is not there yet (the reference may still be computing beside us):
-        # the CUDA context, and the device profiler's one-time set-up, which took 4.4 s of a
-        # 10-13 s entry container on the H200 (2026-12-01) when paid inside the first session.
-        with phase("prepare"):
-            try:
-                _prepare_cuda()
-            except Exception:  # the cases meet the same failure, and report it
-                pass
-    with phase("job_wait"):
-        job = _wait_for_job()
-    device = job["device"]
-    build = _callables(job, kernel, classes or None)
-    case_ids = [case["id"] for case in job["cases"]]
-    # One untraced call per shape first: autotuning and compilation on a shape's first call
-    # would otherwise drown the kernel's own device time (seen on the H200, 2026-11-29). On a
-    # timing set, never on a traced case's inputs: an untraced call on them would let a
-    # fallback compute there and replay it when traced. All of them before the device profile
-    # starts, so that autotuning's hundreds of launches are not profiled.
-    warm_errors: dict[str, str] = {}
-    with phase("warm"):
-        for shape, warm_ids in job.get("timing", {}).items():
-            if not warm_ids or not any(_shape_of(cid) == shape for cid in case_ids):
-                continue
-            try:
-                build(warm_ids[0])(*tensors.load(IN / f"{warm_ids[0]}.in", device=device))
-                _sync(device)
-            except Exception as exc:
-                warm_errors[shape] = _excerpt(exc)
-    results: dict[str, Any] = {}
-    tracers: dict[str, Tracer] = {}
-    profile = DeviceProfile() if device.startswith("cuda") else None
-    with phase("profile"):
-        if profile is not None:
-            profile.start()
-    try:
-        for cid in case_ids:
-            if _shape_of(cid) in warm_errors:
-                results[cid] = {"ok": False, "error": warm_errors[_shape_of(cid)]}
-                continue
-            try:
-                # A module problem's class is built here: outside the trace, and before this
-                # case's inputs are loaded, so its constructor cannot find them (through gc,
-                # say) and compute there, untraced.
-                with phase("build"):
-                    call = build(cid)
-                with phase("load"):
-                    inputs = tensors.load(IN / f"{cid}.in", device=device)
-                with phase("trace"):
-                    tracer = Tracer(device=device, profile=profile, label=cid)
-                    start = time.perf_counter()
-                    with tracer:
-                        out = _as_tuple(call(*inputs))
-                        _sync(device)
-                    wall = time.perf_counter() - start
-                # Exactly torch.Tensor: a subclass could compute lazily when the harness saves
-                # it, after the trace ended (tests/cases/hostile/evasive_lazy_tensor_subclass).
-                bad = [type(o).__name__ for o in out if type(o) is not torch.Tensor]
-                if bad:
-                    raise TypeError(f"kernel() returned {', '.join(bad)} where plain "
-                                    "torch.Tensor outputs were expected")
-                with phase("save"):
-                    tensors.save(OUT / f"{cid}.out", out)
-                results[cid] = {"ok": True, "wall_s": wall}
-                tracers[cid] = tracer
-            except Exception as exc:
-                results[cid] = {"ok": False, "error": _excerpt(exc)}
-    finally:
-        with phase("profile"):  # stopped, and its events read
-            if profile is not None:
-                profile.stop()
-    with phase("trace"):
-        for cid, tracer in tracers.items():
-            results[cid]["trace"] = tracer.result()
-    if job.get("hold") and job.get("timing"):
-        # Beside a standby's imports (problem_run.run_pair): the timed loops wait for them.
-        _write_json(TRACED, {"ok": True})
-        with phase("timing_wait"):
-            _wait_for(IN / GO, JOB_WAIT_S)
-    with phase("timing"):
-        timings = {shape: _time_shape(build, ids, job, IN, save=True)
-                   for shape, ids in job.get("timing", {}).items()}
-    _write_json("result.json", {"cases": results, "timings": timings,
-                                "phases_s": phase.seconds})
-    return 0
-
-
 def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
-                job: dict[str, Any], inputs: Path, save: bool = False) -> dict[str, Any]:
-    """Time what `build` gives for each of the shape's input sets (built before the loop);
-    with `save`, keep the outputs for checking."""
+                job: dict[str, Any], inputs: Path) -> dict[str, Any]:
+    """The reference's timed loop (for the report's speed-up column) on the shape's sets; the
+    entry's is harness/entry.py's."""
     from . import tensors
-    from .timing import time_kernel
+    from .timing import Clock, time_kernel
 
     try:
-        calls = [build(cid) for cid in ids]  # before the inputs exist (see run_entry)
+        calls = [build(cid) for cid in ids]
         sets = [tuple(tensors.load(inputs / f"{cid}.in", device=job["device"])) for cid in ids]
-        raw, last = time_kernel(calls, sets, l2_flush_bytes=job["l2_flush_bytes"],
-                                rse_target=job["rse_target"], budget_s=job["budget_s"])
-        for k, out in last.items() if save else ():
-            tensors.save(OUT / f"{ids[k]}.out", _as_tuple(out))
+        clock = Clock(None, job["l2_flush_bytes"])
+        raw, _last, _labels = time_kernel(clock, calls, sets, "reference",
+                                          rse_target=job["rse_target"], budget_s=job["budget_s"])
         return {"ok": True, **raw}
     except Exception as exc:
         return {"ok": False, "error": _excerpt(exc)}
@@ -394,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["reference"]:
         return run_reference()
     if args[:1] == ["entry"]:
+        from .entry import run_entry
+
         return run_entry(args[1:] or None)
     print("usage: main.py reference | entry [CLASS ...]", file=sys.stderr)
     return 2

@@ -1,10 +1,12 @@
-"""Timing an entry's kernel on a GPU (runs next to entry code: its numbers are evidence).
+"""Calling and timing an entry's kernel on a GPU (runs next to entry code: its numbers are
+evidence).
 
-Each timed call gets fresh buffers (a copy of one of several pre-generated input sets, so no
-cache keyed by address pays), runs after the L2 was flushed by writing a buffer at least twice
-its size (as the device reports it), and is bracketed by CUDA events; a third event recorded
-after a device-wide synchronisation bounds the call including any work hidden on another
-stream, which shows up as a gap.
+Every call of an entry on a GPU goes through `Clock.call`, timed or not. Each gets fresh
+buffers (a copy of one of several pre-generated input sets, so no cache keyed by address
+pays), runs after the L2 was flushed by writing a buffer at least twice its size (as the
+device reports it), and is bracketed by CUDA events; a third event recorded after a
+device-wide synchronisation bounds the call including any work hidden on another stream,
+which shows up as a gap.
 Sampling stops when the relative standard error of the mean falls below the bound, or when
 the time budget is spent.
 Standard library and torch only.
@@ -12,6 +14,7 @@ Standard library and torch only.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -41,43 +44,89 @@ def flush_bytes(configured: int, l2_bytes: int) -> int:
     return max(configured, 2 * l2_bytes, 1 << 20)
 
 
-def time_kernel(kernel: Callable[..., Any] | list[Callable[..., Any]],
-                sets: list[tuple[Any, ...]], *, l2_flush_bytes: int, rse_target: float = 0.01,
-                min_samples: int = 10, max_samples: int = 500, budget_s: float = 10.0
-                ) -> tuple[dict[str, Any], dict[int, Any]]:
-    """Returns the raw samples and, per input set, the output of its last timed call.
-    `kernel` may be a list: one callable per input set (module problems build one per set)."""
-    calls = kernel if isinstance(kernel, list) else [kernel] * len(sets)
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    n_flush = flush_bytes(l2_flush_bytes, int(getattr(props, "L2_cache_size", 0)))
-    flush = torch.empty(n_flush, dtype=torch.uint8, device="cuda")
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    settled = torch.cuda.Event(enable_timing=True)
+class _Unrecorded:
+    device_calls = None
+
+    def internal(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def call(self, _label: str) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+
+class Clock:
+    """The one way the harness calls an entry on a GPU: correctness, warm-up and timed calls
+    alike (issue 17: an entry must not tell them apart from inside). Each call gets fresh
+    copies of its inputs, the L2 flushed, a spin queued before its start event, events around
+    it and a device-wide synchronisation after it, and is bracketed on the device's timeline
+    for the recorder (record.DeviceCalls)."""
+
+    def __init__(self, recorder: Any | None, l2_flush_bytes: int) -> None:
+        """`recorder`: the entry's (record.Recorder); None for the reference, which runs no
+        entry code and records nothing."""
+        recorder = recorder if recorder is not None else _Unrecorded()
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        self.flush_bytes = flush_bytes(l2_flush_bytes, int(getattr(props, "L2_cache_size", 0)))
+        self._rec = recorder
+        with recorder.internal():
+            self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda")
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+        self._settled = torch.cuda.Event(enable_timing=True)
+        self._n = 0
+
+    def call(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str
+             ) -> tuple[Any, float, float]:
+        """`fn(*fresh copies of values)` under `label`: its output, the event-timed device µs,
+        and the µs until the whole device had settled."""
+        rec = self._rec
+        with rec.internal():
+            args = _fresh(values)
+            torch.cuda.synchronize()
+            # The flush (a write over twice the L2) is queued just before the start event, so
+            # the GPU is still busy with it while Python launches the kernel.
+            self._flush.fill_(self._n & 0xFF)
+            self._n += 1
+            # Then keep the GPU busy a little longer, so even a slow Python wrapper has queued
+            # its launches before the start event runs: otherwise short kernels time the
+            # host's launch overhead (seen on the H200, 2026-11-29: a 2 µs rmsnorm timed at
+            # 33 µs). The spin also opens the call on the device's timeline.
+            torch.cuda._sleep(SPIN_CYCLES)
+            self._start.record()
+        try:
+            with rec.call(label):
+                out = fn(*args)
+        finally:
+            with rec.internal():
+                self._end.record()
+                torch.cuda.synchronize()  # device-wide: waits for work on every stream
+                self._settled.record()  # bounds work hidden on other streams
+                self._settled.synchronize()
+                if rec.device_calls is not None:
+                    rec.device_calls.end(label)
+        return (out, self._start.elapsed_time(self._end) * 1000.0,
+                self._start.elapsed_time(self._settled) * 1000.0)
+
+
+def time_kernel(clock: Clock, calls: list[Callable[..., Any]], sets: list[tuple[Any, ...]],
+                label: str, *, rse_target: float = 0.01, min_samples: int = 10,
+                max_samples: int = 500, budget_s: float = 10.0
+                ) -> tuple[dict[str, Any], dict[int, Any], list[str]]:
+    """The raw samples, per input set the output of its last timed call, and the labels the
+    calls were recorded under (`label#i`). `calls`: one callable per input set (module
+    problems build one per set)."""
     device_us: list[float] = []
     host_us: list[float] = []
+    labels: list[str] = []
     last: dict[int, Any] = {}
     began = time.perf_counter()
     i = 0
     while True:
         k = i % len(sets)
-        args = _fresh(sets[k])
-        torch.cuda.synchronize()
-        # The flush (a write over twice the L2) is queued just before the start event, so the
-        # GPU is still busy with it while Python launches the kernel.
-        flush.fill_(i & 0xFF)
-        # Then keep the GPU busy a little longer, so even a slow Python wrapper has queued its
-        # launches before the start event runs: otherwise short kernels time the host's launch
-        # overhead (seen on the H200, 2026-11-29: a 2 µs rmsnorm timed at 33 µs).
-        torch.cuda._sleep(SPIN_CYCLES)
-        start.record()
-        out = calls[k](*args)
-        end.record()
-        torch.cuda.synchronize()  # device-wide: waits for work on every stream
-        settled.record()  # after the device-wide sync: bounds work hidden on other streams
-        settled.synchronize()
-        device_us.append(start.elapsed_time(end) * 1000.0)
-        host_us.append(start.elapsed_time(settled) * 1000.0)
+        labels.append(f"{label}#{i}")
+        out, dev, host = clock.call(calls[k], sets[k], labels[-1])
+        device_us.append(dev)
+        host_us.append(host)
         last[k] = out
         i += 1
         if i >= max_samples or (i >= min_samples and _rse(device_us) < rse_target):
@@ -85,4 +134,4 @@ def time_kernel(kernel: Callable[..., Any] | list[Callable[..., Any]],
         if time.perf_counter() - began > budget_s and i >= min(min_samples, 3):
             break
     return {"device_us": device_us, "host_us": host_us, "method": "cuda-events",
-            "loop_s": time.perf_counter() - began, "flush_bytes": n_flush}, last
+            "loop_s": time.perf_counter() - began, "flush_bytes": clock.flush_bytes}, last, labels

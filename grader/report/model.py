@@ -36,6 +36,9 @@ class Timing(Model):
     loop_s: float | None = None  # wall time of the whole timed loop, as the harness saw it
     # The L2 flush before each call: at least twice the device's L2, as the harness read it.
     flush_bytes: int | None = None
+    # In the median timed call, the share of its event-timed device time during which some
+    # recorded kernel ran (time accounting, rule TM915).
+    covered_share: float | None = Field(default=None, ge=0, le=1)
 
 
 class KernelTime(Model):
@@ -52,6 +55,8 @@ class Trace(Model):
     triton_launches: dict[str, int] = Field(default_factory=dict)
     device_kernels: list[KernelTime] = Field(default_factory=list)
     dsl_share: float | None = Field(default=None, ge=0, le=1)
+    # The same share over the timed calls alone: the calls that are scored.
+    timed_dsl_share: float | None = Field(default=None, ge=0, le=1)
 
 
 class Comparison(Model):
@@ -67,7 +72,7 @@ class ShapeResult(Model):
     id: str
     phase: Phase
     smoke: bool
-    params: dict[str, int | float | bool | str]
+    params: dict[str, int | float | bool | str | list[int | float | bool | str]]
     verdict: Verdict
     detail: str = ""  # why this verdict, in a sentence
     error_excerpt: str | None = None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from grader.evidence import CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
+from grader.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
 from grader.jobs import Case, ContainerRun
@@ -24,6 +24,9 @@ READY = ReadyFile(ok=True)
 class NoDetection:
     def judge(self, trace: Trace, own_kernels: set[str]):  # type: ignore[no-untyped-def]
         return [], trace
+
+    def judge_calls(self, evidence):  # type: ignore[no-untyped-def]
+        return [], None
 
 
 def _exit(**kw: object) -> ExitState:
@@ -85,7 +88,7 @@ def test_container_states_map_to_verdicts(tmp_path: Path) -> None:
 
 def test_symlink_in_output_is_tampering(tmp_path: Path) -> None:
     cases, ref, ent = _runs(tmp_path, torch.arange(8.0) * 2)
-    ent.out.anomalies.append("'x': a symlink in the output directory")
+    ent.out.anomalies.append(Anomaly("1 symlink(s) in the output directory (e.g. 'x')", True))
     assert _judge(cases, ref, ent) == Verdict.TAMPERING
 
 

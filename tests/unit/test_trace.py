@@ -110,6 +110,53 @@ ENTRIES = {
             t.join()
             return o
     """,
+    # Compute the trace cannot see (issue 17, class 3): an element loop made of allowed ops,
+    # numpy on zero-copy views, and an object standing in for a tensor at a launch.
+    "loop": """
+        @triton.jit
+        def add_kernel(x, y, o, n, B: tl.constexpr):
+            p = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(o + p, tl.load(x + p, mask=p < n), mask=p < n)
+
+        def kernel(x, y):
+            o = torch.empty_like(x)
+            add_kernel[(1,)](x, y, o, 0, B=256)
+            for i in range(x.numel()):
+                o[i] = x[i].item() + y[i].item()
+            return o
+    """,
+    "numpy_view": """
+        import numpy as np
+
+        @triton.jit
+        def add_kernel(x, y, o, n, B: tl.constexpr):
+            p = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(o + p, tl.load(x + p, mask=p < n), mask=p < n)
+
+        def kernel(x, y):
+            o = torch.empty_like(x)
+            add_kernel[(1,)](x, y, o, 0, B=256)
+            np.add(np.asarray(x), y.numpy(), out=o.numpy())
+            return o
+    """,
+    "stand_in": """
+        class StandIn:
+            def __init__(self, t):
+                self.t = t
+
+            def data_ptr(self):
+                return self.t.data_ptr()
+
+        @triton.jit
+        def add_kernel(x, y, o, n, B: tl.constexpr):
+            p = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(o + p, tl.load(x + p, mask=p < n), mask=p < n)
+
+        def kernel(x, y):
+            o = torch.empty_like(x)
+            add_kernel[(4,)](StandIn(x), y, o, x.numel(), B=256)
+            return o
+    """,
     "raises": """
         @triton.jit
         def add_kernel(x, y, o, n, B: tl.constexpr):
@@ -126,29 +173,18 @@ ENTRIES = {
 DRIVER = """
 import importlib, json, sys
 import torch, triton
-from torch.utils._python_dispatch import _get_current_dispatch_mode
-from triton import knobs
-from triton.runtime import interpreter
-from grader.harness.trace import Tracer
+from grader.harness.record import OUTSIDE, Recorder
 
-originals = (interpreter.InterpretedFunction.run, interpreter.GridExecutor._init_args_hst,
-             interpreter.GridExecutor._restore_args_dev)
-
-def clean():
-    now = (interpreter.InterpretedFunction.run, interpreter.GridExecutor._init_args_hst,
-           interpreter.GridExecutor._restore_args_dev)
-    return (now == originals and not knobs.runtime.launch_enter_hook.calls
-            and _get_current_dispatch_mode() is None)
-
+rec = Recorder("cpu")
+rec.install()  # once, before any entry is imported, as the harness does
 torch.manual_seed(0)
 x, y = torch.randn(1000), torch.randn(1000)
 results = {}
 for name in sys.argv[1:]:
-    entry = importlib.import_module(name)  # imported before the Tracer starts
-    tracer = Tracer(device="cpu")
+    entry = importlib.import_module(name)
     error = None
     try:
-        with tracer:
+        with rec.call(name):
             out = entry.kernel(x, y)
     except Exception as e:
         error = f"{type(e).__name__}: {e}"
@@ -156,7 +192,8 @@ for name in sys.argv[1:]:
         expected = (x.view(40, 25) @ y.view(25, 40)) if name == "matmul" else {
             "own_copies": x * 2, "threaded": x, "decoy": x + y}.get(name, x + y)
         assert torch.allclose(out, expected), name
-    results[name] = {"trace": tracer.result(), "error": error, "clean": clean()}
+    results[name] = {"trace": rec.trace(name), "error": error}
+results[OUTSIDE] = rec.trace(OUTSIDE)
 print(json.dumps(results))
 """
 
@@ -193,7 +230,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_honest_kernel_records_its_launch_and_no_compute_op(traces: dict[str, Any]) -> None:
     run = traces["honest"]
-    assert run["error"] is None and run["clean"]
+    assert run["error"] is None
     assert run["trace"]["triton_launches"] == {"add_kernel": 1}
     # Only the entry's own allocation: none of the interpreter's new_empty/set_/copy_.
     assert run["trace"]["torch_ops"] == {"aten.empty_like": 1}
@@ -222,7 +259,7 @@ def test_decoy_kernel_never_launched(traces: dict[str, Any]) -> None:
 
 def test_autotuned_kernel_reports_its_jit_function(traces: dict[str, Any]) -> None:
     run = traces["tuned"]
-    assert run["error"] is None and run["clean"]
+    assert run["error"] is None
     # Two benchmark runs (one per config) and the real one, all under the jit name.
     assert run["trace"]["triton_launches"] == {"tuned_add_kernel": 3}
     # The heuristic is entry code run by Triton's wrapper: its ops are not hidden.
@@ -235,67 +272,62 @@ def test_worker_thread_ops_are_invisible_but_launches_are_not(traces: dict[str, 
     assert "aten.mm" not in trace["torch_ops"]  # the dispatch mode sees only its thread
 
 
-def test_exception_propagates_and_hooks_are_removed(traces: dict[str, Any]) -> None:
+def test_compute_the_trace_cannot_see_leaves_its_marks(traces: dict[str, Any]) -> None:
+    loop = traces["loop"]["trace"]["torch_ops"]
+    assert loop["aten.select"] >= 3000 and loop["aten._local_scalar_dense"] == 2000
+    exports = traces["numpy_view"]["trace"]["array_exports"]
+    assert exports["__array__"] == 1 and exports["numpy"] >= 2  # __array__ calls numpy()
+    stand_in = traces["stand_in"]
+    assert stand_in["trace"]["launch_arg_types"] == {"StandIn": 1}
+    assert stand_in["error"] is not None  # and Triton could not launch it anyway
+
+
+def test_exception_propagates_and_the_next_call_still_records(traces: dict[str, Any]) -> None:
     run = traces["raises"]
     assert run["error"] == "ValueError: entry failed"
-    assert run["clean"]  # patches restored, launch hook removed, dispatch mode exited
     assert run["trace"]["triton_launches"] == {"add_kernel": 1}
+    # The calls after it: their own labels, nothing of the failed call's.
+    assert traces["honest"]["trace"]["torch_ops"] == {"aten.empty_like": 1}
 
 
-def test_a_tracer_after_a_failed_one_still_records(tmp_path: Path) -> None:
-    results = _run_entries(tmp_path, ["raises", "honest"])
-    assert results["raises"]["error"] == "ValueError: entry failed"
-    honest = results["honest"]
-    assert honest["clean"] and honest["error"] is None
-    assert honest["trace"]["triton_launches"] == {"add_kernel": 1}
-    assert honest["trace"]["torch_ops"] == {"aten.empty_like": 1}
+def test_what_ran_outside_the_calls_is_kept_apart(traces: dict[str, Any]) -> None:
+    outside = traces["outside"]
+    assert "aten.randn" in outside["torch_ops"]  # the driver's own inputs, outside any call
+    assert outside["triton_launches"] == {}
 
 
-def test_tracer_is_single_use_and_checks_device() -> None:
-    from grader.harness.trace import Tracer
+def test_device_calls_split_the_record_at_the_harness_spins() -> None:
+    """DeviceCalls on hand-made device events (a fake of the profiler's: the real one runs on
+    a GPU, tests/gpu): a kernel is the call's whose two spins hold its start, on any stream."""
+    from grader.harness.record import DeviceCalls
 
-    with pytest.raises(ValueError):
-        Tracer(device="tpu")
-    tracer = Tracer()
-    with tracer:
-        pass
-    with pytest.raises(RuntimeError), tracer:
-        pass
+    calls = DeviceCalls(recorder=None)  # type: ignore[arg-type]
+    calls._labels = ["a", "b"]
+    spin, fill = "spin_kernel(long)", "FillFunctor<unsigned char>"
+    events = [(0.0, 1.0, fill), (2.0, 1.0, spin),  # calibration
+              (10.0, 5.0, fill), (15.0, 500.0, spin),  # flush, the spin opening call a
+              (516.0, 10.0, "own_kernel"), (520.0, 30.0, "nvjet_sm90_gemm"),  # two streams
+              (560.0, 1.0, spin),  # closes a, after the device-wide sync
+              (570.0, 4.0, "Memcpy HtoD"),  # the harness loading the next inputs: no call's
+              (600.0, 5.0, fill), (605.0, 500.0, spin), (1106.0, 20.0, "own_kernel"),
+              (1130.0, 1.0, spin)]
+    calls._split(events)
+    assert calls.consistent
+    assert calls.kernels("a") == [{"name": "nvjet_sm90_gemm", "device_us": 30.0, "calls": 1},
+                                  {"name": "own_kernel", "device_us": 10.0, "calls": 1}]
+    assert calls.kernels("b") == [{"name": "own_kernel", "device_us": 20.0, "calls": 1}]
+    # Call a's events started at 515: 516-550 had a kernel running, the rest of 40 µs none.
+    assert calls.covered("a", 40.0) == 34.0
+    assert calls.covered("b", 22.0) == 20.0
 
 
-def test_device_kernels_go_to_every_range_that_holds_their_start() -> None:
-    """DeviceProfile's split of one profiler session into calls, on hand-made events (a fake:
-    the real profile runs on a GPU, tests/gpu/test_gpu_grading.py)."""
-    from types import SimpleNamespace
+def test_an_entry_spin_upsets_the_count_and_the_record_says_so() -> None:
+    from grader.harness.record import DeviceCalls
 
-    from torch.autograd import DeviceType
-
-    from grader.harness.trace import DeviceProfile, _kernels_by_range
-
-    def ev(name: str, device: DeviceType, start: float, end: float, us: float = 0.0,
-           annotation: bool = False) -> Any:
-        return SimpleNamespace(name=name, device_type=device, device_time_total=us,
-                               is_user_annotation=annotation,
-                               time_range=SimpleNamespace(start=start, end=end))
-
-    p = DeviceProfile.PREFIX
-    events = [
-        ev(f"{p}a.0", DeviceType.CPU, 0, 100),
-        # Ranges are mirrored on the device timeline as annotations: never kernels, ours or
-        # the entry's (one named after its own Triton kernel would inflate its share).
-        ev(f"{p}a.0", DeviceType.CUDA, 1, 99, 98.0, annotation=True),
-        ev("own_kernel", DeviceType.CUDA, 5, 95, 90.0, annotation=True),
-        ev("own_kernel", DeviceType.CUDA, 10, 20, 5.0),
-        ev("own_kernel", DeviceType.CUDA, 30, 40, 7.0),
-        ev("Memcpy HtoD", DeviceType.CUDA, 150, 160, 1.0),  # a load between calls: no call's
-        ev(f"{p}a.1", DeviceType.CPU, 200, 300),
-        # The entry opens a range named after the earlier call: it adds, never removes.
-        ev(f"{p}a.0", DeviceType.CPU, 240, 260),
-        ev("nvjet_sm90_gemm", DeviceType.CUDA, 250, 255, 3.0),
-        ev("aten::mm", DeviceType.CPU, 249, 251),
-    ]
-    got = _kernels_by_range(SimpleNamespace(events=lambda: events), p)  # type: ignore[arg-type]
-    assert got["a.0"] == [{"name": "own_kernel", "device_us": 12.0, "calls": 2},
-                          {"name": "nvjet_sm90_gemm", "device_us": 3.0, "calls": 1}]
-    assert got["a.1"] == [{"name": "nvjet_sm90_gemm", "device_us": 3.0, "calls": 1}]
-    assert set(got) == {"a.0", "a.1"}
+    calls = DeviceCalls(recorder=None)  # type: ignore[arg-type]
+    calls._labels = ["a"]
+    spin = "spin_kernel(long)"
+    calls._split([(0.0, 1.0, "fill"), (2.0, 1.0, spin), (10.0, 500.0, spin),
+                  (511.0, 100.0, spin), (620.0, 1.0, spin)])
+    assert not calls.consistent
+    assert calls.problem == "3 bracketing spins on the device for 1 calls"

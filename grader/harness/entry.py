@@ -1,0 +1,234 @@
+"""The entry's side of the harness: load the entry's file, call it on every case, time it.
+
+Everything here runs in the entry's own process, so its records are evidence, never verdicts
+(harness/main.py has the protocol). Two rules shape it (issue 17):
+- Watched and timed calls are the same calls. The recorder (record.Recorder) is installed
+  before the entry's module is loaded and stays on to the end; warm-up, correctness and timed
+  calls all go through one path (timing.Clock.call on a GPU), so nothing the entry can observe
+  from inside tells them apart, and every timed call's own device kernels are in the record.
+- Evidence leaves before entry code can run again: the result is sent as the harness's last
+  act, and the process then ends without running finalisers or exit hooks (os._exit).
+Standard library, torch and triton only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .main import (
+    ENTRY,
+    GO,
+    IN,
+    JOB_WAIT_S,
+    OUT,
+    TRACED,
+    Phases,
+    _as_tuple,
+    _callables,
+    _excerpt,
+    _jit_names,
+    _load_module,
+    _prepare_cuda,
+    _shape_of,
+    _standby,
+    _wait_for,
+    _wait_for_job,
+    _write_json,
+)
+
+
+def _check_outputs(out: tuple[Any, ...]) -> None:
+    import torch
+
+    # Exactly torch.Tensor: a subclass could compute lazily when the harness saves it, after
+    # the call ended (tests/cases/hostile/evasive_lazy_tensor_subclass).
+    bad = [type(o).__name__ for o in out if type(o) is not torch.Tensor]
+    if bad:
+        raise TypeError(f"kernel() returned {', '.join(bad)} where plain torch.Tensor "
+                        "outputs were expected")
+
+
+class _Caller:
+    """One call of the entry, the same way whatever the call is for."""
+
+    def __init__(self, recorder: Any, device: str, job: dict[str, Any]) -> None:
+        self.recorder = recorder
+        self.device = device
+        self.clock: Any = None
+        if device.startswith("cuda"):
+            from .timing import Clock
+
+            self.clock = Clock(recorder, job.get("l2_flush_bytes", 256 << 20))
+
+    def __call__(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str
+                 ) -> tuple[Any, float, float]:
+        if self.clock is not None:
+            return self.clock.call(fn, values, label)
+        from .timing import _fresh
+
+        with self.recorder.internal():
+            args = _fresh(values)
+        start = time.perf_counter()
+        with self.recorder.call(label):
+            out = fn(*args)
+        wall = (time.perf_counter() - start) * 1e6
+        return out, wall, wall
+
+
+def run_entry(classes: list[str] | None = None) -> int:
+    """`classes`: a module problem's entry class names (the first found is built)."""
+    from .record import OUTSIDE, Recorder
+
+    phase = Phases()
+    # Started ahead, the CUDA context and the device profiler's set-up are made at the standby.
+    prepared = _standby(phase, _prepare_cuda)
+    device_env = "cuda" if os.environ.get("GRADER_DEVICE") == "cuda" else "cpu"
+    if device_env == "cuda" and not prepared:
+        with phase("prepare"):
+            try:
+                _prepare_cuda()
+            except Exception:  # the calls meet the same failure, and report it
+                pass
+    recorder = Recorder(device_env)
+    with phase("record"):
+        try:
+            recorder.install()  # before any entry code, for the rest of the process
+        except Exception as exc:
+            _write_json("ready.json", {"ok": False, "error": "the harness could not start its "
+                                       "recorder: " + _excerpt(exc)})
+            return 4
+    t0 = time.monotonic()
+    try:
+        module = _load_module(ENTRY, "entry_kernel")
+        if classes:
+            from .modules import find_class
+
+            find_class(module, classes)
+            kernel: Any = module  # the class is looked up again, and built, per case
+        else:
+            kernel = getattr(module, "kernel", None)
+            if not callable(kernel):
+                raise AttributeError("the kernel file defines no callable kernel()")
+    except BaseException as exc:  # the entry may raise anything, SystemExit included
+        _write_json("ready.json", {"ok": False, "error": _excerpt(exc)})
+        return 3
+    _write_json("ready.json", {"ok": True, "import_s": time.monotonic() - t0,
+                               "jit_functions": _jit_names(module)})
+    with phase("job_wait"):
+        job = _wait_for_job()
+    result = _run_job(job, kernel, classes, recorder, phase)
+    result["outside"] = recorder.trace(OUTSIDE)
+    result["phases_s"] = phase.seconds
+    _write_json("result.json", result)
+    # The harness's last act: no finaliser, exit hook or `atexit` of the entry's runs after it
+    # (issue 17: one rewrote the result and trace files once the harness had written them).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, recorder: Any,
+             phase: Phases) -> dict[str, Any]:
+    from . import tensors
+
+    device = job["device"]
+    build = _callables(job, kernel, classes or None)
+    call = _Caller(recorder, device, job)
+    case_ids = [case["id"] for case in job["cases"]]
+    # One call per shape first, on a timing set: autotuning and compilation on a shape's first
+    # call would otherwise drown the kernel's own device time (seen on the H200, 2026-11-29).
+    # Recorded like every call, judged on nothing: never on a correctness case's inputs, where
+    # a fallback could compute once and replay.
+    warm_errors: dict[str, str] = {}
+    with phase("warm"):
+        for shape, warm_ids in job.get("timing", {}).items():
+            if not warm_ids or not any(_shape_of(cid) == shape for cid in case_ids):
+                continue
+            try:
+                fn = _built(build, warm_ids[0], recorder)
+                with recorder.internal():
+                    values = tuple(tensors.load(IN / f"{warm_ids[0]}.in", device=device))
+                call(fn, values, f"warm:{shape}")
+            except Exception as exc:
+                warm_errors[shape] = _excerpt(exc)
+    results: dict[str, Any] = {}
+    for cid in case_ids:
+        if _shape_of(cid) in warm_errors:
+            results[cid] = {"ok": False, "error": warm_errors[_shape_of(cid)]}
+            continue
+        try:
+            # A module problem's class is built before this case's inputs are loaded, so its
+            # constructor cannot find them (through gc, say) and compute there.
+            with phase("build"):
+                fn = _built(build, cid, recorder)
+            with phase("load"), recorder.internal():
+                values = tuple(tensors.load(IN / f"{cid}.in", device=device))
+            with phase("call"):
+                out, _dev, host = call(fn, values, cid)
+                out = _as_tuple(out)
+            _check_outputs(out)
+            with phase("save"), recorder.internal():
+                tensors.save(OUT / f"{cid}.out", out)
+            results[cid] = {"ok": True, "wall_s": host / 1e6}
+        except Exception as exc:
+            results[cid] = {"ok": False, "error": _excerpt(exc)}
+    if job.get("hold") and job.get("timing"):
+        # Beside a standby's imports (problem_run.run_pair): the timed loops wait for them.
+        _write_json(TRACED, {"ok": True})
+        with phase("timing_wait"):
+            _wait_for(IN / GO, JOB_WAIT_S)
+    labels: dict[str, list[str]] = {}
+    timings: dict[str, Any] = {}
+    with phase("timing"):
+        for shape, ids in job.get("timing", {}).items():
+            timings[shape], labels[shape] = _time_shape(build, ids, job, call, recorder)
+    with phase("record"):
+        recorder.finish()
+        for cid, rec in results.items():
+            if rec.get("ok"):
+                rec["trace"] = recorder.trace(cid)
+        for shape, rec in timings.items():
+            if rec.get("ok"):
+                rec["trace"] = recorder.merged(labels[shape])
+                if recorder.device_calls is not None:
+                    rec["covered_us"] = [recorder.device_calls.covered(lb, us)
+                                         for lb, us in zip(labels[shape], rec["device_us"],
+                                                           strict=True)]
+    result: dict[str, Any] = {"cases": results, "timings": timings}
+    if recorder.device_calls is not None:
+        result["device_record"] = {"consistent": recorder.device_calls.consistent,
+                                "problem": recorder.device_calls.problem}
+    return result
+
+
+def _built(build: Callable[[str], Callable[..., Any]], cid: str, recorder: Any
+           ) -> Callable[..., Any]:
+    with recorder.call(f"build:{cid}"):
+        return build(cid)
+
+
+def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str], job: dict[str, Any],
+                call: _Caller, recorder: Any) -> tuple[dict[str, Any], list[str]]:
+    """Time what `build` gives on each of the shape's input sets (built before the loop), and
+    keep the outputs of each set's last call for the host to check."""
+    from . import tensors
+    from .timing import time_kernel
+
+    shape = _shape_of(ids[0])
+    try:
+        fns = [_built(build, cid, recorder) for cid in ids]  # before the inputs exist
+        with recorder.internal():
+            sets = [tuple(tensors.load(IN / f"{cid}.in", device=job["device"])) for cid in ids]
+        raw, last, labels = time_kernel(call.clock, fns, sets, f"time:{shape}",
+                                        rse_target=job["rse_target"], budget_s=job["budget_s"])
+        with recorder.internal():
+            for k, out in last.items():
+                _check_outputs(_as_tuple(out))
+                tensors.save(OUT / f"{ids[k]}.out", _as_tuple(out))
+        return {"ok": True, **raw}, labels
+    except Exception as exc:
+        return {"ok": False, "error": _excerpt(exc)}, []
