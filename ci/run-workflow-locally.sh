@@ -4,9 +4,11 @@
 #
 #   ci/run-workflow-locally.sh [SUBMISSION_DIR] [OUT_DIR]
 #
-# SUBMISSION_DIR defaults to examples/triton, OUT_DIR to build/ci-local. The GitHub-only steps
-# (checkout, JUnit reporter, SARIF upload, artifact) are replaced by a line saying which file
-# each would take. The `"$GRADER" ...` lines are the workflow's own, character for character
+# SUBMISSION_DIR defaults to examples/triton, OUT_DIR to build/ci-local. What only GitHub can
+# do is replaced by a line saying what it would do: the guard job (environment and its
+# reviewers), the runner check (ephemeral, no credentials), the checkout, the workflow-command
+# stop around each grader step, and the publish job (JUnit reporter, SARIF upload, artifact).
+# The `"$GRADER" ...` lines are the workflow's own, character for character
 # (tests/unit/test_ci_workflow.py checks it), so a change to one must be made to the other.
 # Exit status: the `grader run` step's (0, or 3 when --fail-on trips), as the job's would be.
 set -euo pipefail
@@ -38,6 +40,7 @@ fi
 export GRADER
 step() { printf '\n== %s\n' "$*" >&2; }
 
+step "Guard rails, runner check (GitHub only): skipped here"
 step "Check out the pull request (as data only): $SUBMISSION_DIR"
 
 step "Pack the submission"
@@ -55,7 +58,10 @@ rc=0
 step "Job summary"
 if [ -f "$REPORTS/report.md" ]; then cat "$REPORTS/report.md" >> "$GITHUB_STEP_SUMMARY"; fi
 
-step "Test results, code scanning, artifact (GitHub only): the files they would take"
+step "Keep the seed secret on the runner"
+rm -f "$REPORTS/seed.secret"
+
+step "Artifact, then the publish job's test results and code scanning (GitHub only): the files"
 for f in "$REPORTS/report.junit.xml" "$REPORTS/grader.sarif" "$REPORTS/report.html"; do
   if [ -f "$f" ]; then echo "ready: $out/workspace/$f"; else echo "MISSING: $f"; [ "$rc" -ne 0 ] || rc=1; fi
 done

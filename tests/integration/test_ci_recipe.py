@@ -29,6 +29,8 @@ def test_workflow_commands_grade_the_example(tmp_path: Path) -> None:
     assert json.loads((reports / "report.json").read_text())["submission"]["name"]
     assert ET.parse(reports / "report.junit.xml").getroot().tag in ("testsuites", "testsuite")
     assert json.loads((reports / "grader.sarif").read_text())["version"] == "2.1.0"
+    # The seed secret was removed before what would be the artifact upload.
+    assert not (reports / "seed.secret").exists()
     summary = (tmp_path / "ci" / "step-summary.md").read_text()
     assert summary == (reports / "report.md").read_text()
     # --log-format json: every progress line on stderr is a JSON object.
