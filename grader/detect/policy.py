@@ -40,9 +40,12 @@ class Names(Strict):
     """Qualified-name patterns, each list tied to one rule (see NAME_RULES).
 
     A pattern matches a dotted name equal to it or under it (`subprocess` matches
-    `subprocess.run`); a trailing `*` matches any continuation (`os.exec*`).
+    `subprocess.run`); a trailing `*` matches any continuation (`os.exec*`); `{a,b}` spells
+    several patterns at once (`torch.{xpu,npu}.is_available`).
     """
 
+    instruments: list[str]
+    exit_hooks: list[str]
     vendor_kernels: list[str]
     compilers: list[str]
     torch_internals: list[str]
@@ -56,10 +59,20 @@ class Names(Strict):
     dynamic_code: list[str]
     dynamic_import: list[str]
     precision: list[str]
+    array_libraries: list[str]
+
+    @field_validator("*")
+    @classmethod
+    def _expand(cls, value: list[str]) -> list[str]:
+        return expand_patterns(value)
 
 
-# Checked in this order: the first list a name matches decides its rule.
+# Checked in this order: the first list a name matches decides its rule. Instruments and exit
+# hooks come first: `torch.utils._python_dispatch._get_current_dispatch_mode` is a private
+# torch name too, and `signal.signal` a process API, but what they do is the finding.
 NAME_RULES: dict[str, str] = {
+    "instruments": "TM004",
+    "exit_hooks": "SB005",
     "vendor_kernels": "VL001",
     "compilers": "VL002",
     "torch_internals": "VL003",
@@ -73,6 +86,7 @@ NAME_RULES: dict[str, str] = {
     "dynamic_code": "DS002",
     "dynamic_import": "DS001",
     "precision": "PR001",
+    "array_libraries": "FB006",
 }
 
 
@@ -88,11 +102,19 @@ class Policy(Strict):
     allowed_groups: list[str]
     # Qualified torch names that are not tensor ops (devices, dtypes, torch.cuda queries...).
     torch_utilities: list[str]
+    # Qualified names outside torch that are plain values although a `names` list covers
+    # their module (numpy.float32, numpy.pi): naming one computes nothing.
+    values: list[str] = Field(default_factory=list)
     # Modules whose attributes an entry must never assign, set or delete (TM001).
     protected_modules: list[str]
     names: Names
     # Rule id -> severity, overriding the default in grader.detect.rules.RULES.
     severity: dict[str, SeverityName] = Field(default_factory=dict)
+
+    @field_validator("torch_utilities", "values")
+    @classmethod
+    def _expand(cls, value: list[str]) -> list[str]:
+        return expand_patterns(value)
 
     @field_validator("severity")
     @classmethod
@@ -145,8 +167,27 @@ class Policy(Strict):
         entry wins over the `names` lists: torch.jit.is_scripting is no compiler."""
         return qualname in self.torch_utilities and not qualname.endswith("*")
 
+    def is_value(self, qualname: str) -> bool:
+        return any(matches(qualname, p) for p in self.values)
+
     def is_protected(self, qualname: str) -> bool:
         return any(matches(qualname, p) for p in self.protected_modules)
+
+
+def expand_patterns(patterns: list[str]) -> list[str]:
+    """`torch.{cuda,xpu}.{device,synchronize}` -> the four names it spells, in order."""
+    out: list[str] = []
+    todo = list(reversed(patterns))
+    while todo:
+        p = todo.pop()
+        start = p.find("{")
+        end = p.find("}", start)
+        if start < 0 or end < 0:
+            out.append(p)
+            continue
+        alternatives = p[start + 1:end].split(",")
+        todo.extend(reversed([p[:start] + a.strip() + p[end + 1:] for a in alternatives]))
+    return out
 
 
 def matches(qualname: str, pattern: str) -> bool:

@@ -15,7 +15,12 @@ from collections.abc import Iterable
 from grader.detect.findings import Finding, Layer
 from grader.detect.policy import Policy
 from grader.detect.rules import RULES
-from grader.detect.static_names import TENSOR_ONLY_ATTRS
+from grader.detect.static_fold import walk_scoped
+from grader.detect.static_names import (
+    AUTOGRAD_FUNCTIONS,
+    AUTOGRAD_ONLY_METHODS,
+    TENSOR_ONLY_ATTRS,
+)
 from grader.detect.static_resolve import Resolver
 from grader.detect.static_scope import LOCAL, Scope, ScopeBuilder
 from grader.detect.static_visit import Checker, Context
@@ -42,6 +47,23 @@ def analyze(source: str, filename: str, policy: Policy,
     `entry`: the names the harness calls (Problem.entry_names(): `kernel`, or a module
     problem's class names); None guesses from the file (kernel() if it defines one, else the
     usual class names), for checks that know no problem (`grader check`)."""
+    try:
+        return _analyze(source, filename, policy, entry)
+    except Exception as exc:  # an entry's input is never the grader's failure
+        # Issue 17: an exception here once became `infra_error` (and let a fallback pass a CI
+        # gate on cheating verdicts). A file the analyser cannot check is a violation.
+        return [_unanalysable(policy, filename, source, exc)]
+
+
+def _unanalysable(policy: Policy, filename: str, source: object, exc: BaseException) -> Finding:
+    lines = source.splitlines() if isinstance(source, str) else []
+    return _bare("ST003", policy, filename, lines, 1, 1,
+                 f"the analyser failed on this file ({type(exc).__name__}); nothing else "
+                 "checked")
+
+
+def _analyze(source: str, filename: str, policy: Policy,
+             entry: tuple[str, ...] | None) -> list[Finding]:
     lines = source.splitlines()
     try:
         tree = ast.parse(source, filename=filename)
@@ -70,9 +92,20 @@ def jit_function_names(source: str, policy: Policy) -> set[str]:
         jit = {node for entries in defs.values() for node, scope in entries
                if module._is_jit(node, scope)}
         jit |= module._jit_by_call(defs)[0]
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
+    except Exception:  # never raises on an entry (issue 17)
+        # Own kernels found by the plain shape of their decorators: attribution stays
+        # possible for a file analyze() reports as unanalysable.
+        return _jit_names_plainly(source)
     return {node.name for node in jit}
+
+
+def _jit_names_plainly(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+        return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and any(
+            "jit" in ast.dump(d) for d in n.decorator_list)}
+    except Exception:  # a file ast cannot even walk: nothing to attribute
+        return set()
 
 
 def _bare(rule: str, policy: Policy, filename: str, lines: list[str], line: int | None,
@@ -104,6 +137,19 @@ def _is_main_guard(node: ast.stmt) -> bool:
 def _loads(nodes: Iterable[ast.AST]) -> set[str]:
     return {n.id for root in nodes for n in ast.walk(root)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _loads_except(node: ast.AST, skip: set[ast.AST]) -> set[str]:
+    out: set[str] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n in skip:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        todo.extend(ast.iter_child_nodes(n))
+    return out
 
 
 class _Module:
@@ -178,20 +224,24 @@ class _Module:
             if stmt in mains:
                 continue
             if isinstance(stmt, _DefNode):
-                if stmt not in jit:  # decorators, bases and defaults run at import
-                    roots.extend(stmt.decorator_list)
-                    if not isinstance(stmt, ast.ClassDef):
-                        roots.extend(stmt.args.defaults)
-                    else:
-                        roots.extend(stmt.bases)
+                # Decorators, bases and defaults run at import; a jit function's decorators
+                # too, and what they name runs with its launches: autotune hooks (pre_hook,
+                # post_hook, prune_configs_by, perf_model, early_config_prune), heuristics
+                # lambdas, launch_metadata (issue 17: helpers reached only from there).
+                roots.extend(stmt.decorator_list)
+                if not isinstance(stmt, ast.ClassDef):
+                    roots.extend(stmt.args.defaults)
+                else:
+                    roots.extend(stmt.bases)
             else:
                 roots.append(stmt)
-        reached, host_refs = self._reach(roots, top, jit)
+        grad_only = self._autograd_only(top)
+        reached, host_refs = self._reach(roots, top, jit, grad_only)
         setup = self._setup_methods(top)
         unreachable: set[ast.AST] = set()
-        if not (_loads([self.tree]) & _DYNAMIC_LOOKUPS):
+        if not self._dynamic_lookups():
             unreachable = {d for n, nodes in top.items() if n not in reached for d in nodes
-                           if d not in jit}
+                           if d not in jit} | grad_only
         ctx = Context(jit_names=jit_names, jit_nodes=set(jit), unreachable=unreachable,
                       main_blocks=mains, setup=setup)
         checker = Checker(self.lines, self.filename, self.policy, self.resolver, self.scopes, ctx)
@@ -205,6 +255,23 @@ class _Module:
                          f"no module-level {what}: the harness has nothing to call")
         return checker.run(self.tree)
 
+    def _dynamic_lookups(self) -> bool:
+        """Does the file look names up at run time? getattr with a name the analyser folds
+        (getattr(torch, device.type)) is not such a lookup: it names what it reaches."""
+        loads = _loads([self.tree])
+        if loads & (_DYNAMIC_LOOKUPS - {"getattr"}):
+            return True
+        if "getattr" not in loads:
+            return False
+        calls = [(n, s) for n, s, _ in walk_scoped(self.scopes) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == "getattr"]
+        getattr_loads = sum(1 for n in ast.walk(self.tree)
+                            if isinstance(n, ast.Name) and n.id == "getattr")
+        if getattr_loads != len(calls):
+            return True  # getattr handed on or aliased: not a call the analyser can read
+        return any(len(c.args) < 2 or self.resolver.getattr_names(c.args[0], c.args[1], s) is None
+                   for c, s in calls)
+
     def _setup_methods(self, top: dict[str, list[_DefNode]]) -> set[ast.AST]:
         """`__init__` of the entry's classes: it runs once per case, outside the traced and
         timed call, and building layers there (nn.Linear for its weights) is how a module
@@ -216,9 +283,29 @@ class _Module:
                 if isinstance(node, ast.ClassDef) for stmt in node.body
                 if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__"}
 
+    def _autograd_only(self, top: dict[str, list[_DefNode]]) -> set[ast.AST]:
+        """backward (jvp, vjp, vmap) of the module's autograd.Function classes: autograd
+        calls them only when gradients are asked for, which an inference entry does not do
+        without computing (x.backward(), torch.autograd.grad are FB002/FB001). Kept in
+        reach when anything names them otherwise (`Fn.backward(ctx, g)` called by hand)."""
+        methods = {stmt for nodes in top.values() for cls in nodes
+                   if isinstance(cls, ast.ClassDef) and self._is_autograd_function(cls)
+                   for stmt in cls.body if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+                   and stmt.name in AUTOGRAD_ONLY_METHODS}
+        if not methods:
+            return set()
+        named = {n.attr for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)} | {
+            n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+        return set() if named & AUTOGRAD_ONLY_METHODS else set(methods)
+
+    def _is_autograd_function(self, cls: ast.ClassDef) -> bool:
+        return any(self.resolver.qualnames(b, self.module) & AUTOGRAD_FUNCTIONS
+                   for b in cls.bases)
+
     def _reach(self, roots: list[ast.AST], top: dict[str, list[_DefNode]],
-               jit: set[_DefNode]) -> tuple[set[str], set[str]]:
-        """Top-level names kernel() and import-time code reach, and every name host code loads."""
+               jit: set[_DefNode], skip: set[ast.AST]) -> tuple[set[str], set[str]]:
+        """Top-level names kernel() and import-time code reach, and every name host code loads
+        (`skip`: methods whose bodies are out of reach)."""
         refs = _loads(roots) | set(self.entry)
         reached: set[str] = set()
         todo = [n for n in refs if n in top]
@@ -230,7 +317,7 @@ class _Module:
             for node in top.get(name, []):
                 if node in jit:
                     continue
-                new = _loads([node])
+                new = _loads([node]) if not skip else _loads_except(node, skip)
                 refs |= new
                 todo.extend(n for n in new if n in top and n not in reached)
         return reached, refs

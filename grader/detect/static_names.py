@@ -121,7 +121,8 @@ TORCH_MODULES: frozenset[str] = frozenset(
      "torch.cuda", "torch.linalg", "torch.fft", "torch.special", "torch.backends",
      "torch.backends.cuda", "torch.backends.cudnn", "torch.utils", "torch.autograd",
      "torch.testing", "torch.sparse", "torch.nested", "torch.amp", "torch.cpu",
-     "torch.types", "torch.version", "torch.accelerator", "torch.distributions"}
+     "torch.types", "torch.version", "torch.accelerator", "torch.distributions", "torch.xpu",
+     "torch.npu", "torch.mps", "torch.mtia", "torch.musa", "torch.hpu"}
 )
 
 # Attributes only tensors have (among what host code touches): reading one proves the
@@ -154,4 +155,34 @@ OPERATOR_ARITH: frozenset[str] = frozenset(
     lt le eq ne ge gt iadd isub imul itruediv ifloordiv imod ipow ilshift irshift iand ior
     ixor
     """.split() for name in (base, f"__{base.rstrip('_')}__")
+)
+
+# Attribute names of the grader's instruments (TM004), judged whatever the receiver resolves
+# to (`knobs.runtime.launch_enter_hook` read through any alias): Triton's launch and compile
+# hooks, the dispatch-mode stack, the profiler's state. No kernel has a reason to look.
+INSTRUMENT_ATTRS: frozenset[str] = frozenset(
+    {"launch_enter_hook", "launch_exit_hook", "jit_post_compile_hook", "jit_cache_hook",
+     "kernel_load_start_hook", "kernel_load_end_hook", "kernel_unload_hook",
+     "add_stages_inspection_hook", "_get_current_dispatch_mode",
+     "_get_current_dispatch_mode_stack", "_len_torch_dispatch_stack", "_get_dispatch_mode",
+     "_get_torch_dispatch_mode", "_DisableTorchDispatch", "_pop_mode_temporarily",
+     "_pop_torch_dispatch_stack", "_push_on_torch_dispatch_stack", "_set_dispatch_mode",
+     "_is_torch_function_mode_enabled", "_profiler_enabled", "kineto_results",
+     "kineto_available", "_disable_current_modes", "is_in_torch_dispatch_mode",
+     "any_torch_dispatch_mode_on"}
+)
+
+# Protocols through which another library sees a tensor's memory without a copy (FB006).
+ARRAY_PROTOCOL_ATTRS: frozenset[str] = frozenset(
+    {"__array_interface__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__",
+     "__array__", "__array_struct__"}
+)
+
+# Methods of the classes that autograd runs only when gradients are asked for. An inference
+# entry never does (asking is itself compute: x.backward(), torch.autograd.grad), so these
+# are out of kernel()'s reach (Liger-Kernel's ops define them beside forward).
+AUTOGRAD_ONLY_METHODS: frozenset[str] = frozenset({"backward", "jvp", "vjp", "vmap"})
+AUTOGRAD_FUNCTIONS: frozenset[str] = frozenset(
+    {"torch.autograd.Function", "torch.autograd.function.Function",
+     "torch.autograd.function.InplaceFunction"}
 )

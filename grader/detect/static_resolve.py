@@ -16,6 +16,17 @@ import codecs
 from collections.abc import Callable
 from itertools import product
 
+from grader.detect.static_fold import (
+    MAX_CHR,
+    Arg,
+    Callee,
+    CallSites,
+    callees,
+    device_types,
+    foldable_function,
+    param_args,
+    returns,
+)
 from grader.detect.static_scope import BUILTIN_NAMES, LOCAL, Bound, Scope, lookup
 
 MAX_DEPTH = 24
@@ -51,6 +62,8 @@ class Resolver:
         # it, a cycle simply contributes nothing.
         self._name_quals: dict[tuple[int, str], set[str] | None] = {}
         self._name_strings: dict[tuple[int, str], set[str] | bool | None] = {}
+        self._returns: dict[int, set[str] | bool | None] = {}
+        self.calls = CallSites(scopes)
 
     # -- names ------------------------------------------------------------------------------
     def name_qualnames(self, name: str, scope: Scope, depth: int) -> set[str]:
@@ -105,11 +118,71 @@ class Resolver:
             return self._call(node, scope, d)
         return set()
 
-    def _subscript(self, value: ast.AST, key: ast.AST, scope: Scope, d: int) -> set[str]:
+    def _subscript(self, value: ast.AST, key: ast.AST, scope: Scope, d: int,
+                   key_scope: Scope | None = None) -> set[str]:
+        keys = self.strings(key, key_scope or scope, d) or set()
+        return self._subscript_keys(value, scope, keys, d)
+
+    def _call(self, node: ast.Call, scope: Scope, d: int) -> set[str]:
         out: set[str] = set()
-        keys = self.strings(key, scope, d) or set()
+        plain = [(a, scope) for a in node.args if not isinstance(a, ast.Starred)]
+        for c in self.callees(node.func, scope, d):
+            args = [*c.bound, *plain]
+            if c.kind == "attr" and args:  # attrgetter("a.b")(obj) is obj.a.b
+                out |= {f"{q}.{n}" for q in self.qualnames(args[0][0], args[0][1], d)
+                        for n in c.names}
+            elif c.kind == "item" and args:  # itemgetter("k")(ns) is ns["k"]
+                out |= self._subscript_keys(args[0][0], args[0][1], c.names, d)
+            elif c.kind == "func" and c.func is not None:
+                out |= self._apply(c.func, c.scope, args, node, d)
+        return _cap(out)
+
+    def callees(self, node: ast.expr, scope: Scope, depth: int = 0) -> list[Callee]:
+        """What calling `node` may call (operator getters and functools.partial unwrapped)."""
+        return callees(self, node, scope, depth)
+
+    def getattr_names(self, obj: ast.expr, name: ast.expr, scope: Scope,
+                      d: int = 0) -> set[str] | None:
+        """The attribute names getattr(obj, name) may look up, or None when unknown."""
+        got = self.strings(name, scope, d)
+        if got is None:
+            got = device_types(self, obj, name, scope, d)
+        return None if got is None else {n for n in got if n}
+
+    def _apply(self, func: ast.expr, fscope: Scope, args: list[Arg], node: ast.Call,
+               d: int) -> set[str]:
+        """What calling `func` with `args` evaluates to, where that is a named object."""
+        funcs = self.qualnames(func, fscope, d)
+        out: set[str] = set()
+        if "builtins.getattr" in funcs and len(args) >= 2:
+            names = self.getattr_names(args[0][0], args[1][0], args[1][1], d) or set()
+            out |= {f"{q}.{n}" for q in self.qualnames(args[0][0], args[0][1], d) for n in names}
+        if funcs & {"builtins.__import__", "importlib.__import__"} and args:
+            has_from = len(args) >= 4 or any(k.arg == "fromlist" for k in node.keywords)
+            for mod in self.strings(args[0][0], args[0][1], d) or set():
+                out.add(mod if has_from else mod.split(".")[0])
+        if "importlib.import_module" in funcs and args:
+            out |= self.strings(args[0][0], args[0][1], d) or set()
+        if "functools.partial" in funcs and args:
+            out |= self.qualnames(args[0][0], args[0][1], d)
+        if funcs & {"builtins.globals", "builtins.locals"} or (
+            "builtins.vars" in funcs and not args
+        ):
+            out.add(GLOBALS)
+        if "builtins.vars" in funcs and args:
+            out |= {q + DICT for q in self.qualnames(args[0][0], args[0][1], d)}
+        # namespace.get("name") behaves like namespace["name"]
+        if isinstance(func, ast.Attribute) and func.attr == "get" and args:
+            out |= self._subscript(func.value, args[0][0], fscope, d, args[0][1])
+        return out
+
+    def _subscript_keys(self, value: ast.AST, scope: Scope, keys: set[str] | frozenset[str],
+                        d: int) -> set[str]:
+        out: set[str] = set()
         for base in self.qualnames(value, scope, d):
             for k in keys:
+                if not k:
+                    continue
                 if base == GLOBALS:
                     out |= self.name_qualnames(k, _module(scope), d)
                 elif base.endswith(DICT):
@@ -120,32 +193,6 @@ class Resolver:
                     out.add(f"builtins.{k}")
         return _cap(out)
 
-    def _call(self, node: ast.Call, scope: Scope, d: int) -> set[str]:
-        funcs = self.qualnames(node.func, scope, d)
-        args = node.args
-        out: set[str] = set()
-        if "builtins.getattr" in funcs and len(args) >= 2:
-            names = self.strings(args[1], scope, d) or set()
-            out |= {f"{q}.{n}" for q in self.qualnames(args[0], scope, d) for n in names}
-        if funcs & {"builtins.__import__", "importlib.__import__"} and args:
-            has_from = len(args) >= 4 or any(k.arg == "fromlist" for k in node.keywords)
-            for mod in self.strings(args[0], scope, d) or set():
-                out.add(mod if has_from else mod.split(".")[0])
-        if "importlib.import_module" in funcs and args:
-            out |= self.strings(args[0], scope, d) or set()
-        if "functools.partial" in funcs and args:
-            out |= self.qualnames(args[0], scope, d)
-        if funcs & {"builtins.globals", "builtins.locals"} or (
-            "builtins.vars" in funcs and not args
-        ):
-            out.add(GLOBALS)
-        if "builtins.vars" in funcs and args:
-            out |= {q + DICT for q in self.qualnames(args[0], scope, d)}
-        # namespace.get("name") behaves like namespace["name"]
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and args:
-            out |= self._subscript(node.func.value, args[0], scope, d)
-        return _cap(out)
-
     # -- constant strings --------------------------------------------------------------------
     def strings(self, node: ast.AST, scope: Scope, depth: int = 0) -> set[str] | None:
         """Every string `node` may evaluate to, or None when that cannot be decided."""
@@ -154,7 +201,10 @@ class Resolver:
         d = depth + 1
         try:
             result = self._strings(node, scope, d)
-        except (ValueError, TypeError, IndexError, UnicodeError, binascii.Error, LookupError):
+        except (ValueError, TypeError, IndexError, UnicodeError, binascii.Error, LookupError,
+                ArithmeticError):
+            # ArithmeticError: OverflowError of chr(2**70) or int(1e400) (issue 17: a huge
+            # constant fed to a builtin once crashed the analyser).
             return None
         if result is None or any(len(s) > MAX_LEN for s in result):
             return None
@@ -178,7 +228,10 @@ class Resolver:
             self._name_strings[key] = False
             out: set[str] | None = set()
             for b in bounds:
-                got = self.strings(b.expr, owner, d) if b.how == "expr" and b.expr else None
+                if b.how == "unknown" and node.id in owner.params and b is bounds[0]:
+                    got = self._param_strings(owner, node.id, d)
+                else:
+                    got = self.strings(b.expr, owner, d) if b.how == "expr" and b.expr else None
                 if got is None or out is None:
                     out = None
                     break
@@ -220,6 +273,55 @@ class Resolver:
         if isinstance(node, ast.Call):
             return self._string_call(node, scope, d)
         return None
+
+    def _param_strings(self, fn_scope: Scope, name: str, d: int) -> set[str] | None:
+        """A parameter that is a constant string at every call site (and its default where a
+        call omits it) folds to those strings: `compare_version("triton", ...)`."""
+        fn = fn_scope.node
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) or fn_scope.parent is None:
+            return None
+        if not foldable_function(self, fn, fn_scope.parent, d):
+            return None
+        sites = self.calls.sites(fn)
+        args = None if sites is None else param_args(fn, name, sites, fn_scope)
+        if args is None or len(args) > MAX_SET:
+            return None
+        out: set[str] = set()
+        for expr, scope in args:
+            got = self.strings(expr, scope, d)
+            if got is None:
+                return None
+            out |= got
+        return out
+
+    def _return_strings(self, func: ast.expr, scope: Scope, d: int) -> set[str] | None:
+        """A call of a module function all of whose returns fold: `infer_device()`."""
+        if not isinstance(func, ast.Name):
+            return None
+        owner, bounds = lookup(scope, func.id)
+        if owner is None or len(bounds) != 1 or bounds[0].how != "def":
+            return None
+        fn = bounds[0].expr
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if not foldable_function(self, fn, owner, d):
+            return None
+        memo = self._returns.get(id(fn))
+        if memo is not None:
+            return memo if isinstance(memo, set) else None
+        self._returns[id(fn)] = False  # in progress: a recursive call is unknown
+        values = returns(fn)
+        fn_scope = self.scopes.get(fn, owner)
+        out: set[str] | None = set()
+        for v in values or []:
+            got = self.strings(v, fn_scope, d)
+            if got is None or out is None:
+                out = None
+                break
+            out |= got
+        result = None if values is None or out is None else _cap(out)
+        self._returns[id(fn)] = result
+        return result
 
     @staticmethod
     def _concat(parts: list[set[str]]) -> set[str]:
@@ -272,9 +374,16 @@ class Resolver:
         func, args = node.func, node.args
         if isinstance(func, ast.Name) and len(args) == 1:
             if func.id == "chr" and isinstance(args[0], ast.Constant):
-                return {chr(int(args[0].value))}  # type: ignore[arg-type]
+                code = args[0].value
+                if type(code) is not int or not 0 <= code < MAX_CHR:
+                    return None  # bounded: chr(2**70), chr(1e400), chr(True) are not folded
+                return {chr(code)}
             if func.id == "str":
                 return self.strings(args[0], scope, d)
+        if isinstance(func, ast.Name) and not args and not node.keywords:
+            got = self._return_strings(func, scope, d)
+            if got is not None:
+                return got
         quals = self.qualnames(func, scope, d)
         if quals & {"codecs.decode", "codecs.encode"} and len(args) >= 2:
             text, enc = self.strings(args[0], scope, d), self.strings(args[1], scope, d)
@@ -289,6 +398,11 @@ class Resolver:
             seps, items = self.strings(func.value, scope, d), self._seq_strings(args[0], scope, d)
             if seps is None or items is None:
                 return None
+            total = len(seps)
+            for item in items:
+                total *= max(len(item), 1)
+                if total > MAX_SET:
+                    return None
             return {sep.join(c) for sep in seps for c in product(*items)} if items else seps
         if func.attr == "decode":
             raw = self._bytes(func.value, scope, d)

@@ -14,7 +14,9 @@ from grader.detect.policy import Policy
 from grader.detect.rules import RULES
 from grader.detect.static_names import (
     AMBIGUOUS_METHODS,
+    ARRAY_PROTOCOL_ATTRS,
     FRAME_ATTRS,
+    INSTRUMENT_ATTRS,
     LOW_PRECISION_DTYPES,
     LOW_PRECISION_METHODS,
     OPERATOR_ARITH,
@@ -41,6 +43,13 @@ _VALUE_PARENTS = (ast.Compare, ast.BinOp, ast.UnaryOp, ast.AugAssign, ast.Expr,
                   ast.FormattedValue, ast.If, ast.While, ast.Assert, ast.comprehension, ast.arg)
 # Parents that pass their child's value on: the reference is where they are.
 _TRANSPARENT = (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Attribute, ast.Subscript)
+_TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
+_EXIT_DUNDERS = frozenset({"__del__"})
+# What `.query()` asks "is the device still busy?" of: streams and events (TM004).
+_BUSY_PRODUCERS = ("torch.cuda.current_stream", "torch.cuda.default_stream", "torch.cuda.Event",
+                   "torch.cuda.Stream", "torch.cuda.ExternalStream", "torch.Event", "torch.Stream",
+                   "torch.accelerator.current_stream", "torch.cuda.streams",
+                   "torch.cuda.Event.record", "torch.cuda.current_blas_handle")
 _LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp,
              ast.DictComp, ast.SetComp)
 
@@ -104,6 +113,8 @@ class Checker(ast.NodeVisitor):
         """(rule, message) for a library object the entry names, or None when it is fine."""
         if q.startswith(LOCAL) or q == GLOBALS or self.policy.names_torch_utility(q):
             return None
+        if self.policy.is_value(q):
+            return None
         if q in OPERATOR_MATMUL:
             return "FB003", f"PyTorch computes: `@` (matrix multiply) as `{q}`"
         rule = self.policy.name_rule(q)
@@ -154,6 +165,12 @@ class Checker(ast.NodeVisitor):
             isinstance(parent, ast.IfExp) and child is parent.test
         ) and not (isinstance(parent, ast.Subscript) and child is not parent.value):
             child, parent = parent, self._parents.get(parent)
+        if isinstance(parent, ast.Tuple) and child in parent.elts:
+            child, parent = parent, self._parents.get(parent)  # isinstance(x, (A, B))
+        if isinstance(parent, ast.Call) and child in parent.args[1:2] and self.resolver.qualnames(
+            parent.func, self.scope
+        ) & _TYPE_CHECKS:
+            return True  # isinstance(x, DTensor): a type compared, nothing called
         if isinstance(parent, ast.Call | ast.keyword):
             return False  # called, or handed to a call (map(torch.add, ...), key=torch.norm)
         if isinstance(parent, ast.Assign):
@@ -200,6 +217,9 @@ class Checker(ast.NodeVisitor):
             self.visit(node.returns)
         if node.name in TORCH_HOOKS:
             self.emit("TM001", node, f"defines `{node.name}`: intercepts the harness's torch calls")
+        if node.name in _EXIT_DUNDERS:
+            self.emit("SB005", node, f"defines `{node.name}`: a finaliser, run when the object "
+                      "is collected or the interpreter exits, after the harness is done")
         if node in self.ctx.jit_nodes:
             return  # the DSL itself: never judged for compute
         region = Severity.WARNING if node in self.ctx.unreachable else None
@@ -260,6 +280,11 @@ class Checker(ast.NodeVisitor):
             self.emit("TM002", node, f"reads `.{node.attr}`: frame, globals or class graph")
         elif node.attr == "__dict__":
             self.emit("DS003", node, "reads `__dict__`: attributes looked up at run time")
+        if node.attr in INSTRUMENT_ATTRS:
+            self.emit("TM004", node, f"touches `.{node.attr}`: the grader's instruments")
+        elif node.attr in ARRAY_PROTOCOL_ATTRS:
+            self.emit("FB006", node, f"uses `.{node.attr}`: another library computing on a "
+                      "view of the tensor's memory")
         if isinstance(node.ctx, ast.Load):
             self.check_ref(node)
             quals = self.resolver.qualnames(node, self.scope)
@@ -289,8 +314,12 @@ class Checker(ast.NodeVisitor):
                     self.emit("DS001", node, "imports a module whose name is computed at run time")
             return self._visit_all(args, node.keywords)
         if "builtins.getattr" in funcs and len(args) >= 2:
-            if self.resolver.strings(args[1], self.scope) is None:
+            names = self.resolver.getattr_names(args[0], args[1], self.scope)
+            if names is None:
                 self.emit("DS003", node, "getattr with a name computed at run time")
+            elif names & INSTRUMENT_ATTRS:
+                self.emit("TM004", node, f"touches `{sorted(names & INSTRUMENT_ATTRS)[0]}` "
+                          "(through getattr): the grader's instruments")
             elif self.resolver.qualnames(args[0], self.scope):
                 self.check_ref(node, " (through getattr)")  # getattr(torch, "mm")
             else:
@@ -301,6 +330,11 @@ class Checker(ast.NodeVisitor):
             hit = sorted(q for q in targets if self.policy.is_protected(q))
             if hit:
                 self.emit("TM001", node, f"sets or deletes an attribute of `{hit[0]}`")
+            names = self.resolver.strings(args[1], self.scope) if len(args) > 1 else None
+            if names and names & _EXIT_DUNDERS:
+                self.emit("SB005", node, "installs `__del__`: a finaliser")
+        self._exit_hooks(node, funcs)
+        self._getters(node, funcs)
         if any(q.startswith(("unittest.mock.patch", "mock.patch")) for q in funcs):
             self.emit("TM001", node, "patches with unittest.mock")
         if isinstance(node.func, ast.Attribute) and not funcs:
@@ -310,6 +344,85 @@ class Checker(ast.NodeVisitor):
             if kw.arg == "stream" and not _is_none(kw.value):
                 self.emit("SB004", kw.value, "passes `stream=`: work on another CUDA stream")
         self.generic_visit(node)
+
+    def _exit_hooks(self, node: ast.Call, funcs: set[str]) -> None:
+        """Finalisers not named by the policy: a weakref callback, a class made by type()
+        with `__del__`, and `.query()` of a stream or event (is the device busy?)."""
+        if funcs & {"weakref.ref", "weakref.ReferenceType", "_weakref.ref"} and (
+            len(node.args) >= 2 or node.keywords
+        ):
+            self.emit("SB005", node, "weakref with a callback: a finaliser, run after the "
+                      "harness is done")
+        if "builtins.type" in funcs and len(node.args) == 3 and isinstance(node.args[2], ast.Dict):
+            keys = {k.value for k in node.args[2].keys if isinstance(k, ast.Constant)}
+            if keys & _EXIT_DUNDERS:
+                self.emit("SB005", node, "makes a class with `__del__`: a finaliser")
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "query" and not node.args:
+            made = self._producers(func.value)
+            if any(q.startswith(_BUSY_PRODUCERS) for q in made):
+                self.emit("TM004", node, "asks a CUDA stream or event whether work is pending: "
+                          "the grader's instruments")
+
+    def _producers(self, expr: ast.AST, depth: int = 0) -> set[str]:
+        """Qualnames of what `expr` is or was made by (x = torch.cuda.Event(); x.query())."""
+        out = set(self.resolver.qualnames(expr, self.scope))
+        if isinstance(expr, ast.Call):
+            out |= self.resolver.qualnames(expr.func, self.scope)
+        elif isinstance(expr, ast.Name) and depth < 4:
+            owner, bounds = lookup(self.scope, expr.id)
+            for b in bounds:
+                if b.how == "expr" and isinstance(b.expr, ast.Call) and owner is self.scope:
+                    out |= self._producers(b.expr, depth + 1)
+        return out
+
+    def _getters(self, node: ast.Call, funcs: set[str]) -> None:
+        """operator.methodcaller/attrgetter/itemgetter and functools.partial: what they reach
+        is judged like the call or attribute they stand for (issue 17)."""
+        if "operator.methodcaller" in funcs and node.args:
+            for n in sorted(self.resolver.strings(node.args[0], self.scope) or ()):
+                if n not in AMBIGUOUS_METHODS and self._compute_method(n, ast.Name("?")):
+                    self.emit("FB002", node, f"PyTorch computes: Tensor method `.{n}()` "
+                              "(through operator.methodcaller)")
+                    break
+        if not isinstance(node.func, ast.Call | ast.Name):
+            return
+        plain = [a for a in node.args if not isinstance(a, ast.Starred)]
+        for c in self.resolver.callees(node.func, self.scope):
+            if c.kind == "func" and not c.bound:
+                continue
+            how = {"attr": "operator.attrgetter", "item": "operator.itemgetter",
+                   "method": "operator.methodcaller", "func": "functools.partial"}[c.kind]
+            if not c.known:
+                self.emit("DS003", node, f"{how} with a name computed at run time")
+                continue
+            receiver = c.bound[0][0] if c.bound else (plain[0] if plain else None)
+            if c.kind == "method" and receiver is not None:
+                self._methodcaller(node, receiver, c.names)
+            elif c.kind == "attr" and receiver is not None and not self.resolver.qualnames(
+                node, self.scope
+            ):
+                for n in sorted(c.names):  # attrgetter("sum")(x): the bound method x.sum
+                    if self._compute_method(n.split(".")[-1], receiver):
+                        self.emit("FB002", node, f"PyTorch computes: Tensor method `.{n}` "
+                                  f"(through {how})")
+                        break
+            if c.kind == "attr" and {p for n in c.names for p in n.split(".")} & INSTRUMENT_ATTRS:
+                self.emit("TM004", node, f"touches the grader's instruments (through {how})")
+            self.check_ref(node, f" (through {how})")
+
+    def _methodcaller(self, node: ast.Call, receiver: ast.AST, names: frozenset[str]) -> None:
+        owners = self.resolver.qualnames(receiver, self.scope)
+        for n in sorted(names):
+            for q in sorted(owners):  # methodcaller("matmul", b)(torch): torch.matmul(b)
+                verdict = self.classify(f"{q}.{n}")
+                if verdict is not None:
+                    self.emit(verdict[0], node, verdict[1] + " (through operator.methodcaller)")
+                    return
+            if not owners and self._compute_method(n, receiver):
+                self.emit("FB002", node, f"PyTorch computes: Tensor method `.{n}()` (through "
+                          "operator.methodcaller)")
+                return
 
     def _visit_all(self, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
         for a in [*args, *(k.value for k in keywords)]:

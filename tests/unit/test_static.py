@@ -283,7 +283,7 @@ CASES: dict[str, tuple[str, set[str]]] = {
                      {"FB001"}),
     "to_numpy": ("import numpy as np\ndef kernel(a, b):\n"
                  "    return torch.from_numpy(np.matmul(a.cpu().numpy(), b.numpy()))\n",
-                 {"FB001", "FB002"}),
+                 {"FB006", "FB002"}),
     "monkeypatch_allclose": ("torch.allclose = lambda *a, **k: True\ndef kernel(x, y):\n"
                              "    out = torch.empty_like(x)\n    add_kernel[(1,)](x, y, out, 1, "
                              "BLOCK=1024)\n    return out\n", {"TM001"}),
