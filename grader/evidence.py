@@ -3,6 +3,11 @@
 The output directory of an entry container was writable by entry code: every name, type and
 size is checked (lstat, no links followed) and every JSON file validated against a schema
 before anything else looks at it. Anything odd is recorded as an anomaly for the judge.
+
+Every limit is fixed before reading (issue 19): entries of the folder, bytes of a JSON file,
+numbers that must be finite and of a sane size, and (harness/tensors.ReadLimits) what a tensor
+file may allocate. Anomalies are counted per kind, never listed per file: 300,000 empty files
+once made a 130 MB report.
 """
 
 from __future__ import annotations
@@ -11,21 +16,51 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from grader.harness import tensors
 
 MAX_JSON = 4 << 20
 CASE_FILE = re.compile(r"^(?P<case>[A-Za-z0-9_.-]{1,160})\.(?P<kind>in|ref|out)$")
 JSON_FILES = ("ready.json", "result.json")
+# Names in one output folder: a batch's case files (an input, an output, an expected output
+# per case: a few hundred) and a handful of JSON files, with room to spare. Past it, the rest
+# is never listed.
+MAX_ENTRIES = 8192
+# The largest magnitude of any number in the evidence: 1e12 µs is eleven days. Sums and
+# squares of 10,000 such samples stay finite (judge._stats), so no report gets an inf or NaN.
+MAX_NUMBER = 1e12
+EXAMPLES = 3  # names quoted in an anomaly of many files
+
+
+def _numbers(value: Any) -> Iterable[float]:
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN and Infinity parse as JSON in Python; allowed through, one reached report.json as
+    # null and the report could no longer be read (issue 19).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _sane_numbers(self) -> _Model:
+        for name in type(self).model_fields:
+            for x in _numbers(getattr(self, name)):
+                if not abs(x) <= MAX_NUMBER:
+                    raise ValueError(f"{name}: a number of magnitude over {MAX_NUMBER:g}")
+        return self
 
 
 class ReadyFile(_Model):
@@ -92,6 +127,14 @@ class ResultFile(_Model):
     device_record: DeviceRecord | None = None
 
 
+@dataclass(frozen=True)
+class Anomaly:
+    """Something odd in an output folder, once per kind, with its count."""
+
+    text: str
+    tampering: bool  # the folder was written past what the harness writes: a verdict
+
+
 @dataclass(kw_only=True)
 class OutDir:
     """The checked content of one output directory."""
@@ -99,7 +142,7 @@ class OutDir:
     ready: ReadyFile | None = None
     result: ResultFile | None = None
     tensor_files: dict[tuple[str, str], Path] = field(default_factory=dict)  # (case, kind) -> path
-    anomalies: list[str] = field(default_factory=list)
+    anomalies: list[Anomaly] = field(default_factory=list)
 
     def load_tensors(self, case: str, kind: str, max_bytes: int) -> list[Any] | str:
         """The values of a case file, or a string saying why they cannot be read."""
@@ -107,7 +150,7 @@ class OutDir:
         if path is None:
             return f"no {kind} file for case {case}"
         try:
-            return tensors.load(path, max_bytes=max_bytes)
+            return tensors.load(path, limits=tensors.ReadLimits(max_bytes=max_bytes))
         except (tensors.TensorFileError, OSError, RuntimeError, TypeError, ValueError,
                 RecursionError) as exc:
             return f"unreadable {kind} file for case {case}: {exc}"
@@ -120,11 +163,12 @@ def _read_json(path: Path, model: type[_Model], out: OutDir) -> Any:
         with os.fdopen(fd, "rb") as f:
             raw = f.read(MAX_JSON + 1)
         if len(raw) > MAX_JSON:
-            out.anomalies.append(f"{path.name}: larger than {MAX_JSON} bytes")
+            out.anomalies.append(Anomaly(f"{path.name}: larger than {MAX_JSON} bytes", True))
             return None
         return model.model_validate(json.loads(raw))
     except (OSError, ValueError, ValidationError, RecursionError) as exc:
-        out.anomalies.append(f"{path.name}: not valid ({type(exc).__name__}: {str(exc)[:300]})")
+        out.anomalies.append(Anomaly(
+            f"{path.name}: not valid ({type(exc).__name__}: {str(exc)[:300]})", True))
         return None
 
 
@@ -134,29 +178,61 @@ def read_result(path: Path) -> ResultFile | None:
     return result
 
 
-def read_out_dir(path: Path) -> OutDir:
+@dataclass
+class _Tally:
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, name: str) -> None:
+        self.count += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(repr(name[:60]))
+
+
+# Kinds of odd entries: what the message says, and whether it is tampering.
+_KINDS = {"symlink": ("symlink(s)", True), "other": ("non-regular file(s)", True),
+          "unexpected": ("unexpected file(s)", False)}
+
+
+def read_out_dir(path: Path, *, max_entries: int = MAX_ENTRIES) -> OutDir:
+    """What the folder holds, reading at most `max_entries` names of it (more is tampering)."""
     out = OutDir()
+    tallies = {k: _Tally() for k in _KINDS}
+    seen = 0
     try:
-        entries = list(os.scandir(path))
+        with os.scandir(path) as it:
+            for entry in it:
+                seen += 1
+                if seen > max_entries:
+                    out.anomalies.append(Anomaly(
+                        f"more than {max_entries} entries in the output directory "
+                        "(the rest were not read)", True))
+                    break
+                _entry(entry, out, tallies)
     except OSError as exc:
-        out.anomalies.append(f"cannot list the output directory: {exc}")
-        return out
-    for entry in entries:
-        name = entry.name
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            kind = "symlink" if stat.S_ISLNK(st.st_mode) else "non-regular file"
-            out.anomalies.append(f"{name!r}: a {kind} in the output directory")
-            continue
-        if name == "ready.json":
-            out.ready = _read_json(Path(entry.path), ReadyFile, out)
-        elif name == "result.json":
-            out.result = _read_json(Path(entry.path), ResultFile, out)
-        elif m := CASE_FILE.match(name):
-            out.tensor_files[(m["case"], m["kind"])] = Path(entry.path)
-        elif not name.startswith("."):
-            out.anomalies.append(f"{name[:100]!r}: unexpected file in the output directory")
+        out.anomalies.append(Anomaly(f"cannot list the output directory: {exc}", False))
+    for kind, tally in tallies.items():
+        if tally.count:
+            what, tamper = _KINDS[kind]
+            out.anomalies.append(Anomaly(
+                f"{tally.count} {what} in the output directory "
+                f"(e.g. {', '.join(tally.examples)})", tamper))
     return out
+
+
+def _entry(entry: os.DirEntry[str], out: OutDir, tallies: dict[str, _Tally]) -> None:
+    name = entry.name
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        tallies["symlink" if stat.S_ISLNK(st.st_mode) else "other"].add(name)
+    elif name == "ready.json":
+        out.ready = _read_json(Path(entry.path), ReadyFile, out)
+    elif name == "result.json":
+        out.result = _read_json(Path(entry.path), ResultFile, out)
+    elif m := CASE_FILE.match(name):
+        out.tensor_files[(m["case"], m["kind"])] = Path(entry.path)
+    elif not name.startswith("."):
+        tallies["unexpected"].add(name)

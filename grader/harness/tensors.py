@@ -8,9 +8,11 @@ Standard library and torch only: this module runs next to entry code.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,40 +75,128 @@ def save(path: Path, values: tuple[Any, ...] | list[Any]) -> None:
     os.replace(tmp, path)
 
 
-def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu") -> list[Any]:
-    """Read a file written by `save`, refusing anything malformed or larger than `max_bytes`.
+@dataclass(frozen=True, kw_only=True)
+class ReadLimits:
+    """What one file may ask of its reader, fixed before the first byte is read.
+
+    Every tensor is a view of its own bytes of the body: no name read twice, no two extents
+    overlapping. So the bytes allocated never exceed the file's own size, whatever the header
+    claims (issue 19: one sparse 200 MiB block named many times drove the host to 8.4 GB).
+    """
+
+    max_bytes: int | None = None  # the whole file
+    max_header: int = MAX_HEADER
+    max_tensors: int = 4096  # entries of the header, and arguments of the file
+    max_name: int = 64  # a tensor's name in the header
+    max_dims: int = 16
+    max_dim: int = 1 << 48  # one dimension, even of an empty tensor
+
+
+def _no_constants(name: str) -> Any:
+    # json accepts NaN and Infinity, which no number of ours may be.
+    raise ValueError(f"non-finite number {name}")
+
+
+def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu",
+         limits: ReadLimits | None = None) -> list[Any]:
+    """Read a file written by `save`, refusing anything malformed or past `limits` (or larger
+    than `max_bytes`).
 
     Each tensor is read straight into its own buffer (on a device, through one host buffer of
-    CHUNK bytes), not through a copy of the whole file.
+    CHUNK bytes), not through a copy of the whole file; their sizes add up to the body's at
+    most (ReadLimits).
     """
+    lim = limits or ReadLimits()
+    cap = min((b for b in (max_bytes, lim.max_bytes) if b is not None), default=None)
     with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW)) as f:
         size = os.fstat(f.fileno()).st_size
-        if max_bytes is not None and size > max_bytes:
-            raise TensorFileError(f"{path.name}: {size} bytes, over the limit of {max_bytes}")
+        if cap is not None and size > cap:
+            raise TensorFileError(f"{path.name}: {size} bytes, over the limit of {cap}")
         if size < 8:
             raise TensorFileError(f"{path.name}: too short")
         (n,) = struct.unpack("<Q", f.read(8))
-        if n > MAX_HEADER or 8 + n > size:
+        if n > lim.max_header or 8 + n > size:
             raise TensorFileError(f"{path.name}: bad header length {n}")
         try:
-            header = json.loads(f.read(n))
-            args = json.loads(header.pop("__metadata__")["args"])
+            header = json.loads(f.read(n), parse_constant=_no_constants)
+            args = json.loads(header.pop("__metadata__")["args"], parse_constant=_no_constants)
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise TensorFileError(f"{path.name}: bad header: {type(exc).__name__}") from None
         if not isinstance(args, list) or not isinstance(header, dict):
             raise TensorFileError(f"{path.name}: bad header: arguments are not a list")
+        if len(header) > lim.max_tensors or len(args) > lim.max_tensors:
+            raise TensorFileError(f"{path.name}: {len(header)} tensors and {len(args)} "
+                                  f"arguments, over the limit of {lim.max_tensors}")
         body = _Body(f, path.name, 8 + n, size - 8 - n, device)
+        metas = _plan(path.name, header, args, body.length, lim)
         out: list[Any] = []
         for a in args:
-            if not isinstance(a, dict) or len(a) != 1:
-                raise TensorFileError(f"{path.name}: bad argument entry")
-            if "value" in a:
-                if not (a["value"] is None or isinstance(a["value"], (bool, int, float, str))):
-                    raise TensorFileError(f"{path.name}: bad scalar")
-                out.append(a["value"])
-                continue
-            out.append(body.tensor(header.get(a.get("tensor"))))
+            out.append(a["value"] if "value" in a else body.tensor(metas[a["tensor"]]))
         return out
+
+
+@dataclass(frozen=True)
+class _Meta:
+    dtype: torch.dtype
+    shape: list[int]
+    start: int
+    end: int
+
+
+def _plan(fname: str, header: dict[str, Any], args: list[Any], length: int,
+          lim: ReadLimits) -> dict[str, _Meta]:
+    """Check every argument and tensor entry before anything is allocated: each tensor named
+    once, each entry used, extents inside the body and apart from one another."""
+    named: list[str] = []
+    for a in args:
+        if not isinstance(a, dict) or len(a) != 1:
+            raise TensorFileError(f"{fname}: bad argument entry")
+        if "value" in a:
+            v = a["value"]
+            if not (v is None or isinstance(v, (bool, int, float, str))):
+                raise TensorFileError(f"{fname}: bad scalar")
+            continue
+        name = a.get("tensor")
+        if not isinstance(name, str) or not isinstance(header.get(name), dict):
+            raise TensorFileError(f"{fname}: bad tensor entry {str(name)[:100]}")
+        named.append(name)
+    if len(set(named)) != len(named):
+        raise TensorFileError(f"{fname}: a tensor named by more than one argument")
+    if set(named) != set(header):
+        raise TensorFileError(f"{fname}: {len(set(header) - set(named))} tensor entries no "
+                              "argument names")
+    metas = {name: _meta(fname, name, header[name], length, lim) for name in named}
+    extents = sorted((m.start, m.end) for m in metas.values() if m.end > m.start)
+    for (_, end), (start, _) in itertools.pairwise(extents):
+        if start < end:
+            raise TensorFileError(f"{fname}: tensor data overlap (offset {start} is read "
+                                  "twice)")
+    return metas
+
+
+def _meta(fname: str, name: str, meta: dict[str, Any], length: int, lim: ReadLimits) -> _Meta:
+    if len(name) > lim.max_name:
+        raise TensorFileError(f"{fname}: a tensor name of {len(name)} characters")
+    try:
+        dtype = DTYPES[meta["dtype"]]
+        raw_shape, offsets = meta["shape"], meta["data_offsets"]
+        if not (isinstance(raw_shape, list) and isinstance(offsets, list) and len(offsets) == 2
+                and all(type(x) is int for x in [*raw_shape, *offsets])):
+            raise TypeError("not lists of integers")
+        shape = list(raw_shape)
+        start, end = offsets
+    except (KeyError, TypeError, ValueError):
+        raise TensorFileError(f"{fname}: bad tensor entry {str(meta)[:100]}") from None
+    if (len(shape) > lim.max_dims or any(not 0 <= d <= lim.max_dim for d in shape)
+            or not 0 <= start <= end <= length):
+        raise TensorFileError(f"{fname}: tensor offsets or shape out of range")
+    numel = 1
+    for d in shape:
+        numel *= d
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if numel * itemsize != end - start:
+        raise TensorFileError(f"{fname}: shape {shape} does not match {end - start} bytes")
+    return _Meta(dtype=dtype, shape=shape, start=start, end=end)
 
 
 class _Body:
@@ -116,24 +206,8 @@ class _Body:
         self.f, self.fname, self.base, self.length, self.device = f, fname, base, length, device
         self.staging: torch.Tensor | None = None  # the host buffer of a load to a device
 
-    def tensor(self, meta: Any) -> torch.Tensor:
-        if not isinstance(meta, dict):
-            raise TensorFileError(f"{self.fname}: bad tensor entry")
-        try:
-            dtype = DTYPES[meta["dtype"]]
-            shape = [int(d) for d in meta["shape"]]
-            start, end = (int(x) for x in meta["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise TensorFileError(f"{self.fname}: bad tensor entry {str(meta)[:100]}") from None
-        if any(d < 0 for d in shape) or not 0 <= start <= end <= self.length:
-            raise TensorFileError(f"{self.fname}: tensor offsets or shape out of range")
-        numel = 1
-        for d in shape:
-            numel *= d
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        if numel * itemsize != end - start:
-            raise TensorFileError(f"{self.fname}: shape {shape} does not match "
-                                  f"{end - start} bytes")
+    def tensor(self, meta: _Meta) -> torch.Tensor:
+        dtype, shape, start, end = meta.dtype, meta.shape, meta.start, meta.end
         raw = torch.empty(end - start, dtype=torch.uint8, device=self.device)
         self.f.seek(self.base + start)
         if raw.device.type == "cpu":
