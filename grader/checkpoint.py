@@ -90,6 +90,10 @@ class RunKey:
                 for f in fields(self) if getattr(self, f.name) != getattr(now, f.name)]
 
 
+def _no_constants(name: str) -> object:
+    raise ValueError(f"non-finite number {name}")  # Python's json accepts NaN; JSON does not
+
+
 @dataclass(frozen=True, kw_only=True)
 class Finished:
     """One problem as the checkpoint keeps it."""
@@ -99,13 +103,15 @@ class Finished:
     device_name: str | None = None  # the reference's device, for the hardware profile
 
     def to_json(self) -> str:
+        # allow_nan=False: a checkpoint is read back with a strict parser; the report model
+        # forbids non-finite numbers, so this only fails on a grader bug, loudly.
         return json.dumps({"format": FORMAT, "result": self.result.model_dump(mode="json"),
                            "image_id": self.image_id, "device_name": self.device_name},
-                          indent=1)
+                          indent=1, allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str) -> Finished:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constants)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("not a checkpoint of this format")
         return cls(result=ProblemResult.model_validate(data["result"]),

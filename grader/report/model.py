@@ -6,10 +6,11 @@ renderers must escape it.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grader.detect.findings import Finding
 from grader.formats.problem import Phase
@@ -21,7 +22,10 @@ SCHEMA_VERSION: Literal["1"] = "1"
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No NaN or Infinity: JSON has neither, pydantic writes them as null, and a report with
+    # a null where a number belongs could no longer be read back (issue 19). Values from the
+    # entry are refused already when read (evidence.py); this refuses the host's own.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Timing(Model):
@@ -66,6 +70,13 @@ class Comparison(Model):
     total: int = 0
     atol: float
     rtol: float
+
+    @field_validator("max_abs_err", "max_rel_err", mode="before")
+    @classmethod
+    def _unbounded_is_none(cls, v: object) -> object:
+        """An error the host cannot state as a number (the reference's own Inf against a finite
+        output) is recorded as unknown, not written as an Infinity no reader accepts."""
+        return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 class ShapeResult(Model):
