@@ -14,9 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.channel import Frames
 from grader.evidence import OutDir
 from grader.formats.problem import Problem, Shape
 from grader.harness.main import STANDBY_ENV
+from grader.harness.warden import LOG_BYTES_ENV, STDOUT_BYTES
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
 from grader.sandbox.docker_engine import DockerEngine, ExitState
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
@@ -52,6 +54,7 @@ class TimingKnobs:
 class ContainerRun:
     exit: ExitState
     out: OutDir
+    frames: Frames | None = None  # an entry's channel (grader/channel.py); None: files only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,9 +151,14 @@ def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limit
         env["TRITON_INTERPRET"] = "1"
     if gated:
         env[STANDBY_ENV] = "1"
+    # An entry's harness runs under the warden, whose frames are the container's stdout.
+    channel = role == Role.ENTRY
+    if channel:
+        env[LOG_BYTES_ENV] = str(limits.log_bytes)
     return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
                          role=role, session=sb.session, env=env,
-                         binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu)
+                         binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu,
+                         stdout_bytes=STDOUT_BYTES if channel else 0)
 
 
 def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *,

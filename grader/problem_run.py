@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import batching
+from grader.channel import read_entry_out, read_frames
 from grader.evidence import read_out_dir, read_result
 from grader.formats.problem import Problem
-from grader.harness.main import AT_GATE, CASES_DONE, GO, START, TRACED
+from grader.harness.main import AT_GATE, CASES_DONE, GO, START
 from grader.jobs import (
     Case,
     ContainerRun,
@@ -36,7 +37,7 @@ from grader.jobs import (
     write_job,
 )
 from grader.sandbox.capped import capped_dir
-from grader.sandbox.docker_engine import POLL_S, ExitState
+from grader.sandbox.docker_engine import POLL_S, ExitState, RunningContainer
 from grader.sandbox.spec import Limits, Role
 
 # The longest a standby's containers may take to reach their gates (a cold `import torch` on a
@@ -64,16 +65,29 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
     with capped_dir(limits.output_bytes) as out_dir:
         in_dir = entry_in(ref_out)
         delivered = False
-
-        def deliver_when_ready() -> None:
-            nonlocal delivered
-            if not delivered and (out_dir / "ready.json").exists():
-                delivered = True
-                deliver(sb, cases, problem, ref_out, in_dir)
-
         spec = entry_spec(sb, image, kernel_file, in_dir, out_dir, limits, problem)
-        exit_state = sb.engine.run(spec, on_poll=deliver_when_ready)
-        yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir))
+        with sb.engine.start(spec) as running:
+
+            def deliver_when_ready() -> None:
+                nonlocal delivered
+                if not delivered and _ready(running):
+                    delivered = True
+                    deliver(sb, cases, problem, ref_out, in_dir)
+
+            exit_state = running.wait(on_poll=deliver_when_ready)
+        yield entry_run(exit_state, out_dir)
+
+
+def _ready(ent: RunningContainer) -> bool:
+    """Whether the entry's harness has sent "ready" (its warden relays it on stdout: nothing
+    the entry writes can stand in for it, harness/warden.py)."""
+    return read_frames(ent.stdout()).ready is not None
+
+
+def entry_run(exit_state: ExitState, out_dir: Path) -> ContainerRun:
+    """An exited entry container's run: its frames and its checked output folder."""
+    out, frames = read_entry_out(out_dir, exit_state.stdout)
+    return ContainerRun(exit=exit_state, out=out, frames=frames)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,8 +143,12 @@ class Standby:
         self.since = time.monotonic()
         self.released = not gated
 
+    _ent_gate = False  # the entry's gate frame has come (kept: the stream only grows)
+
     def _at_gate(self) -> list[bool]:
-        return [(self.ref_out / AT_GATE).exists(), (self.ent_out / AT_GATE).exists()]
+        if not self._ent_gate:
+            self._ent_gate = read_frames(self.ent.stdout()).standby is not None
+        return [(self.ref_out / AT_GATE).exists(), self._ent_gate]
 
     def idle(self) -> bool:
         """Whether neither container can still be working before its gate: each is there, or
@@ -267,8 +285,8 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair
                                               out=read_out_dir(st.ref_out)),
                        ref_dir=st.ref_out, entry=None, entry_limits=batch.entry_limits)
             return
-        ready = (st.ent_out / "ready.json").exists()
-        if not delivered and ready and ent_exit is None and outgrown is None:
+        ready = not delivered and ent_exit is None and _ready(ent)
+        if ready and outgrown is None:
             if cases_ok:
                 # With timed loops, the job goes out at once and only they wait for `beside`:
                 # its warm-up and traced calls run beside the standby's imports.
@@ -282,7 +300,7 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair
             if beside.idle():
                 timing_held = False
                 place(st.ent_in, GO, {})
-            elif (st.ent_out / TRACED).exists():
+            elif read_frames(ent.stdout()).traced:
                 ent.extend(step)  # traced, its timed loops waiting for the standby
         if hold and cases_ok and not released:
             if ent_exit is not None and (beside is None or beside.idle()):
@@ -300,8 +318,7 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair
             yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
                        entry_limits=outgrown)
         return
-    yield Pair(reference=reference, ref_dir=st.ref_out,
-               entry=ContainerRun(exit=ent_exit, out=read_out_dir(st.ent_out)),
+    yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry_run(ent_exit, st.ent_out),
                entry_limits=batch.entry_limits)
 
 

@@ -46,9 +46,10 @@ class ExitState:
     timed_out: bool
     oom_killed: bool
     wall_s: float  # start to exit, less the time it was held (RunningContainer.extend)
-    logs: str  # stdout+stderr, at most spec.limits.log_bytes
+    logs: str  # stdout+stderr (stderr alone for a channel's container), at most log_bytes
     logs_truncated: bool
     held_s: float = 0.0
+    stdout: bytes = b""  # a channel's frames (spec.stdout_bytes > 0), read at exit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,8 +93,12 @@ def to_create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
         "mounts": [Mount(target=b.container, source=b.host, type="bind", read_only=b.read_only)
                    for b in spec.binds],
         "labels": {SESSION_LABEL: spec.session, ROLE_LABEL: str(spec.role)},
-        "log_config": LogConfig(type=LogConfig.types.JSON,
-                                config={"max-size": str(lim.log_bytes), "max-file": "1"}),
+        # The frames' room on top of the logs': the warden keeps both within their shares
+        # (counting the driver's own escapes), so rotation never drops a frame.
+        "log_config": LogConfig(type=LogConfig.types.JSON, config={
+            "max-size": str(lim.log_bytes + (spec.stdout_bytes + (64 << 10)
+                                             if spec.stdout_bytes else 0)),
+            "max-file": "1"}),
         "detach": True,
         "stdin_open": False,
         "tty": False,
@@ -293,6 +298,7 @@ class RunningContainer:
         state = self.attrs()["State"]
         logs, truncated = self.logs()
         return ExitState(
+            stdout=self.stdout() if self.spec.stdout_bytes else b"",
             exit_code=None if timed_out else int(state.get("ExitCode", -1)),
             timed_out=timed_out,
             oom_killed=bool(state.get("OOMKilled", False)),
@@ -315,12 +321,27 @@ class RunningContainer:
                 return
             time.sleep(POLL_S)
 
+    def stdout(self) -> bytes:
+        """What the container wrote on stdout so far (a channel's frames), at most
+        spec.stdout_bytes and one byte (the reader flags more as tampering)."""
+        cap = self.spec.stdout_bytes
+        buf = bytearray()
+        with engine_errors(f"reading the {self.spec.role} container's output"):
+            for chunk in self.container.logs(stdout=True, stderr=False, stream=True,
+                                             follow=False):
+                buf.extend(chunk)
+                if len(buf) > cap:
+                    del buf[cap + 1:]
+                    break
+        return bytes(buf)
+
     def logs(self) -> tuple[str, bool]:
         cap = self.spec.limits.log_bytes
         buf = bytearray()
         truncated = False
         try:
-            for chunk in self.container.logs(stdout=True, stderr=True, stream=True, follow=False):
+            for chunk in self.container.logs(stdout=not self.spec.stdout_bytes, stderr=True,
+                                             stream=True, follow=False):
                 buf.extend(chunk)
                 if len(buf) > cap:
                     truncated = True

@@ -61,3 +61,6 @@ class ContainerSpec:
     user: str = "65534:65534"
     gpu: GpuAccess | None = None
     workdir: str = "/tmp"
+    # > 0: stdout is a protocol channel (an entry's warden writes its frames there,
+    # harness/warden.py), read apart from the logs, at most this many bytes; 0: stdout is log.
+    stdout_bytes: int = 0

@@ -17,6 +17,7 @@ from grader import problem_run
 from grader import worker as worker_mod
 from grader.config import RunConfig
 from grader.harness.main import AT_GATE
+from grader.harness.warden import STANDBY, encode_frame
 from grader.problem_run import Standby
 from grader.worker import AHEAD_CORES, start_ahead
 
@@ -38,9 +39,13 @@ def test_auto_needs_cores_for_each_worker() -> None:
 class FakeContainer:
     def __init__(self, running: bool = True) -> None:
         self.is_running = running
+        self.frames = b""  # what its warden has written on stdout
 
     def running(self) -> bool:
         return self.is_running
+
+    def stdout(self) -> bytes:
+        return self.frames
 
 
 def _standby(tmp_path: Path, since: float) -> Standby:
@@ -64,7 +69,9 @@ def test_idle_when_each_is_at_its_gate_or_gone(tmp_path: Path,
     st.ent.is_running = False  # type: ignore[attr-defined]
     assert st.idle() and not st.usable()
     st.ent.is_running = True  # type: ignore[attr-defined]
-    (st.ent_out / AT_GATE).write_text("{}")
+    (st.ent_out / AT_GATE).write_text("{}")  # a file is no gate for an entry: its frame is
+    assert not st.idle()
+    st.ent.frames = encode_frame(STANDBY, {"data": {"ok": True}})  # type: ignore[attr-defined]
     assert st.idle() and st.usable()
 
 
