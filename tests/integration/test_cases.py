@@ -10,7 +10,9 @@ import pytest
 from grader.selftest import CaseResult, case_dirs, grade_case
 
 pytestmark = pytest.mark.docker
-GROUPS = ("grading", "fallback", "hostile")
+# honest_public: public Triton code that must be `passed`; its GPU-only cases
+# (honest_public_gpu) run in tests/gpu/test_honest_public.py.
+GROUPS = ("grading", "fallback", "hostile", "honest_public")
 
 
 def _cases() -> list[object]:
