@@ -95,10 +95,14 @@ def images_prune(everything: bool) -> None:
 
 
 @click.command()
-def doctor() -> None:
+@click.option("--reap", is_flag=True,
+              help="first remove what graders that died left: containers, mounts, folders")
+def doctor(reap: bool) -> None:
     """Check this host: Docker, seccomp, GPU passthrough, output caps, images."""
-    from grader.doctor import run_checks
+    from grader.doctor import reap_leftovers, run_checks
 
+    if reap:
+        click.echo(f"reaped: {reap_leftovers()}")
     checks = run_checks()
     for c in checks:
         click.echo(f"{'ok ' if c.ok else 'NO '} {c.name:<18} {c.detail}")

@@ -88,6 +88,16 @@ def driver_libraries(ldconfig: str | None = None) -> dict[str, str]:
     return {name: path for name, path in sorted(real.items()) if os.path.isfile(path)}
 
 
+def reap_leftovers() -> str:
+    """`grader doctor --reap`: remove what graders that died left (sandbox/runs.py): the
+    containers of their sessions, the tmpfs mounted in their folders, the folders. Runs
+    whose process is alive are left alone."""
+    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.runs import reap_dead
+
+    return str(reap_dead(DockerEngine().reap))
+
+
 def run_checks() -> list[Check]:
     checks: list[Check] = []
     info: dict[str, object] | None = None

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -13,7 +12,6 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 
 from grader import __version__
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
@@ -33,6 +31,7 @@ from grader.report.model import (
     Summary,
 )
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.runs import owned_run, reap_dead
 from grader.sandbox.spec import Bind, GpuAccess
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
@@ -203,8 +202,13 @@ class Grader:
         if not cfg.bundle.is_file():
             raise UsageError(f"{cfg.bundle}: no such file")
         tmp_hint = "free space in the temporary folder ($TMPDIR), then run again"
+        # Everything of this run on the host lives in its own folder, recorded with this
+        # process's pid; what runs that died left is removed first (sandbox/runs.py).
+        owned = contextlib.ExitStack()
         with host_fs("cannot make a work folder", hint=tmp_hint):
-            work = Path(tempfile.mkdtemp(prefix="grader-run-"))
+            self.reap_dead()
+            work = owned.enter_context(owned_run(self.session)) / "work"
+            work.mkdir()
         try:
             with host_fs("cannot unpack the bundle", hint=tmp_hint):
                 sub = open_bundle(cfg.bundle, work / "submission")
@@ -249,13 +253,24 @@ class Grader:
             return report.model_copy(update={"summary": summarize(report.problems)})
         finally:
             self.reap()
-            shutil.rmtree(work, ignore_errors=True)
+            owned.close()  # the run's folders, and any mount left in them
 
     def docker_version(self) -> str:
         try:
             return self.engine.version()
         except InfraError:
             return "unknown (the engine did not answer)"
+
+    def reap_dead(self) -> None:
+        """Remove what graders that died left (containers, mounts, folders); an engine that
+        does not answer must not stop this run (the next start tries again)."""
+        try:
+            found = reap_dead(self.engine.reap)
+        except OSError as exc:
+            self.progress(f"cannot remove what earlier runs left: {exc}")
+            return
+        if found.runs:
+            self.progress(f"removed what earlier runs left: {found}")
 
     def reap(self) -> None:
         """Remove this run's containers; an engine that does not answer must not hide the

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from grader.harness.main import STANDBY_ENV
 from grader.harness.warden import LOG_BYTES_ENV, STDOUT_BYTES
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
 from grader.sandbox.docker_engine import DockerEngine, ExitState
+from grader.sandbox.runs import run_folder
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 
 BOOT = f"{C_LIB}/grader_harness/boot.py"
@@ -75,7 +75,7 @@ class Sandbox:
 
 @contextmanager
 def fresh_in_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="grader-in-"))
+    path = run_folder("grader-in-")  # in the run's folder: reaped if the grader dies
     try:
         os.chmod(path, 0o755)
         yield path

@@ -60,6 +60,10 @@ EXCERPT = 4000
 # held reference for the whole entry run.
 JOB_WAIT_S = 3600.0
 HOLD_WAIT_S = 86400.0
+# A standby's wait at its gate (problem_run.Standby). Short: if the grader dies, a standby
+# ends on its own within this (issue 19: two standbys of a killed grader still waited, up to
+# a day). A batch whose turn comes later finds its standby gone and starts afresh.
+STANDBY_WAIT_S = 600.0
 CASES_DONE = ".cases.json"  # a held reference's case results (a dot: not an output file)
 STANDBY_ENV = "GRADER_STANDBY"
 AT_GATE = ".standby.json"  # in OUT: imported, waiting for START
@@ -203,7 +207,7 @@ def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool
     _write_json(AT_GATE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
                           "prepared": prepared})
     with phase("gate"):
-        _wait_for(IN / START, HOLD_WAIT_S)
+        _wait_for(IN / START, STANDBY_WAIT_S)
     return prepared
 
 

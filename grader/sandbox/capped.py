@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from grader.errors import InfraError
+from grader.sandbox.runs import run_folder
 
 
 def can_mount() -> bool:
@@ -25,8 +25,10 @@ def can_mount() -> bool:
 @contextmanager
 def capped_dir(size_bytes: int, *, owner: int = 65534,
                prefix: str = "grader-out-") -> Iterator[Path]:
-    """A fresh directory writable by `owner`, capped at `size_bytes` when we can mount."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    """A fresh directory writable by `owner`, capped at `size_bytes` when we can mount; in
+    the run's own folder (sandbox/runs.py), so that a grader that dies leaves nothing the next
+    start cannot find."""
+    path = run_folder(prefix)
     mounted = False
     try:
         if can_mount():
