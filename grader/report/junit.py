@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from grader.report.inert import inert_text
 from grader.report.model import ProblemResult, Report, ShapeResult
 from grader.report.render import clean_text
 from grader.verdicts import Verdict
@@ -32,9 +33,10 @@ def _outcome(
         return None
     tag = "error" if verdict is Verdict.INFRA_ERROR else "failure"
     node = ET.SubElement(case, tag, type=verdict.value, message=verdict.message)
-    body = [clean_text(detail, TEXT_LIMIT)] if detail else []
+    # inert_text: a test's text reaches logs and check-run annotations (issue 24).
+    body = [inert_text(detail, TEXT_LIMIT)] if detail else []
     if excerpt:
-        body.append(clean_text(excerpt, TEXT_LIMIT, tail=True))
+        body.append(inert_text(excerpt, TEXT_LIMIT, tail=True))
     node.text = "\n\n".join(body) or verdict.message
     return tag
 
@@ -48,10 +50,23 @@ def _shape_case(
         name=clean_text(f"{problem.id}[{shape.id}]", 300),
         classname=classname,
     )
+    _locate(case, problem)
     detail = shape.detail
     for finding in shape.findings:
         detail += f"\n{finding.rule} ({finding.severity.value}): {finding.message}"
     return _outcome(case, shape.verdict, detail, shape.error_excerpt)
+
+
+def _locate(case: ET.Element, problem: ProblemResult) -> None:
+    """Name the kernel file (and a static finding's line) on the test case: without them a
+    reporter looks for a `file:line` in the failure text, which the entry writes, and puts
+    its annotation wherever that points (issue 24)."""
+    if problem.kernel_file is None:
+        return
+    case.set("file", inert_text(problem.kernel_file, 300))
+    lines = [f.line for f in problem.findings
+             if f.line is not None and f.file in (None, problem.kernel_file)]
+    case.set("line", str(min(lines) if lines else 1))
 
 
 def _problem_suite(root: ET.Element, report: Report, problem: ProblemResult) -> None:
@@ -64,6 +79,7 @@ def _problem_suite(root: ET.Element, report: Report, problem: ProblemResult) -> 
         case = ET.SubElement(
             suite_el, "testcase", name=clean_text(problem.id, 200), classname=classname
         )
+        _locate(case, problem)
         detail = problem.detail
         for finding in problem.findings:
             detail += f"\n{finding.rule} ({finding.severity.value}): {finding.message}"
@@ -76,7 +92,7 @@ def _problem_suite(root: ET.Element, report: Report, problem: ProblemResult) -> 
     suite_el.set("timestamp", report.created_at.replace(microsecond=0).isoformat())
     if problem.findings:
         out = ET.SubElement(suite_el, "system-out")
-        out.text = clean_text(
+        out.text = inert_text(
             "\n".join(
                 f"{f.rule} {f.severity.value} {f.file or '-'}:{f.line or '-'} {f.message}"
                 for f in problem.findings
@@ -85,12 +101,12 @@ def _problem_suite(root: ET.Element, report: Report, problem: ProblemResult) -> 
         )
     if problem.stderr_excerpt:
         err = ET.SubElement(suite_el, "system-err")
-        err.text = clean_text(problem.stderr_excerpt, TEXT_LIMIT, tail=True)
+        err.text = inert_text(problem.stderr_excerpt, TEXT_LIMIT, tail=True)
 
 
 def render_junit(report: Report) -> str:
     """The report as JUnit XML: <testsuites> with one <testsuite> per problem."""
-    root = ET.Element("testsuites", name=clean_text(f"grader {report.submission.name}", 200))
+    root = ET.Element("testsuites", name=inert_text(f"grader {report.submission.name}", 200))
     for problem in report.problems:
         _problem_suite(root, report, problem)
     for key in ("tests", "failures", "errors", "skipped"):

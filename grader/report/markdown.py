@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from grader.report.inert import inert_text
 from grader.report.model import ProblemResult, Report, ShapeResult
-from grader.report.render import clean_text
 from grader.scoring.scores import PHASES, ScoreCard
 from grader.verdicts import SEVERITY, Verdict
 
@@ -30,21 +30,33 @@ EMOJI: dict[Verdict, str] = {
     Verdict.INFRA_ERROR: "🔧",
 }
 
-# Markdown punctuation that can start emphasis, code, links, images, tables, strikethrough
-# or headings; escaped with a backslash. HTML-significant characters become entities.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]#!|~])")
-_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "@": "&#64;"}
+# Markdown punctuation that can start emphasis, code, links, images, tables, strikethrough,
+# headings or (on GitHub) math; escaped with a backslash. HTML-significant characters become
+# entities.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#!|~$])")
+# `@` is followed by a zero-width space: GitHub finds mentions, and cmark-gfm e-mail links,
+# in the text after entities are decoded, so `&#64;` alone still made `a&#64;b.io` a link.
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "@": "&#64;&#8203;"}
 _WHITESPACE = re.compile(r"\s+")
+# GitHub links bare URLs (`https://...`, `www....`) itself: an entity breaks the pattern
+# and renders as the same character (issue 24: no link an entry chose on our summary).
+_AUTOLINK = re.compile(r"://|(?<![^\W_])(www)\.", re.IGNORECASE)
+# A cell's text can also stand alone as a paragraph (a problem's detail): a leading list,
+# setext or ordered-list marker would make it a block of another kind.
+_BLOCK_START = re.compile(r"^([-+=]|\d{1,9}(?=[.)](?:\s|$)))")
 
 
 def md_text(value: object, limit: int = CELL_LIMIT) -> str:
     """Entry text made inert for a Markdown table cell: one line, escaped, capped."""
-    text = _WHITESPACE.sub(" ", clean_text(value)).strip()
+    text = _WHITESPACE.sub(" ", inert_text(value)).strip()
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     # Backslashes first, entities second: the entities' own `#` must stay unescaped.
     text = _MD_SPECIAL.sub(r"\\\1", text)
-    return "".join(_HTML_ENTITIES.get(ch, ch) for ch in text)
+    text = "".join(_HTML_ENTITIES.get(ch, ch) for ch in text)
+    text = _AUTOLINK.sub(lambda m: f"{m.group(1)}&#46;" if m.group(1) else "&#58;//", text)
+    return _BLOCK_START.sub(lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit()
+                            else "\\" + m.group(1), text)
 
 
 def verdict_cell(verdict: Verdict) -> str:

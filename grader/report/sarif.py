@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from grader.detect.findings import Finding, Severity
 from grader.detect.rules import RULES
+from grader.report.inert import inert_text, sarif_text
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (
@@ -53,12 +54,14 @@ def _result(finding: Finding, path: str, index: dict[str, int]) -> dict[str, Any
         if finding.column is not None:
             region["startColumn"] = finding.column + 1  # ast columns are 0-based, SARIF's 1
         if finding.snippet:
-            region["snippet"] = {"text": finding.snippet}
+            # Source text, shown as code: only made inert (issue 24), not escaped.
+            region["snippet"] = {"text": inert_text(finding.snippet)}
         location["region"] = region
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "level": LEVELS[finding.severity],
-        "message": {"text": finding.message},
+        # The message quotes the entry's names: no placeholder or link of its making.
+        "message": {"text": sarif_text(finding.message)},
         "locations": [{"physicalLocation": location}],
         "properties": {"severity": str(finding.severity), "layer": str(finding.layer)},
     }

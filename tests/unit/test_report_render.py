@@ -317,7 +317,7 @@ def test_markdown_escapes_entry_text() -> None:
     assert md_text("line1\nline2") == "line1 line2"
     assert md_text("<script>") == "&lt;script&gt;"
     assert md_text("[x](javascript:y)") == "\\[x\\](javascript:y)"
-    assert md_text("@org/team") == "&#64;org/team"
+    assert md_text("@org/team") == "&#64;&#8203;org/team"
     assert len(md_text("x" * 10_000)) <= 300
     md = render_markdown(make_report(hostile=True))
     assert "<script" not in md and "\x00" not in md
