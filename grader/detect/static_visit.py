@@ -266,8 +266,9 @@ class Checker(ast.NodeVisitor):
 
     def _import(self, node: ast.AST, q: str) -> None:
         verdict = self.classify(q)
-        # Importing a compute function is not yet a use: its calls are judged where they are.
-        if verdict is not None and verdict[0] not in _COMPUTE_RULES:
+        # Importing a compute function (or numpy, for its dtypes) is not yet a use: its
+        # calls are judged where they are.
+        if verdict is not None and verdict[0] not in _COMPUTE_RULES | {"FB006"}:
             self.emit(verdict[0], node, f"imports `{q}`: {RULES[verdict[0]].title}")
 
     # -- names and attributes ---------------------------------------------------------------
@@ -288,7 +289,8 @@ class Checker(ast.NodeVisitor):
         if isinstance(node.ctx, ast.Load):
             self.check_ref(node)
             quals = self.resolver.qualnames(node, self.scope)
-            if quals and all(self.policy.names_torch_utility(q) for q in quals):
+            if quals and all(self.policy.names_torch_utility(q) or self.policy.is_value(q)
+                             for q in quals):
                 # torch.jit.is_scripting: the whole chain is a named utility, so its
                 # prefix torch.jit is not judged alone.
                 base = node.value
