@@ -85,7 +85,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
               "problems already graded are kept, infra errors are graded again.")
 @click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
               show_default=True, help="cpu: the debootstrap image; cuda: FROM --cuda-base; "
-              "host: the host's /usr, /etc, /opt bound read-only (air-gapped GPU hosts).")
+              "host: the host's own Python, torch and triton, and only them, bound read-only "
+              "(air-gapped GPU hosts; `grader doctor` lists the binds).")
 @click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
 @click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
 @click.option("--hardware", default="auto", show_default=True,

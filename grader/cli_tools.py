@@ -106,6 +106,8 @@ def doctor(reap: bool) -> None:
     checks = run_checks()
     for c in checks:
         click.echo(f"{'ok ' if c.ok else 'NO '} {c.name:<18} {c.detail}")
+        for line in c.lines:
+            click.echo(f"{'':23}{line}")
     if not all(c.ok for c in checks if c.name in ("docker",)):
         click.echo("error: no usable Docker engine, so nothing can be graded here\n"
                    "  hint: start dockerd (scripts/setup.sh does) or set DOCKER_HOST", err=True)

@@ -6,6 +6,7 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from grader.errors import DockerUnavailable
@@ -18,6 +19,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    lines: tuple[str, ...] = ()  # printed below the check, indented (the host runtime's binds)
 
 
 def gpu_mode(info: dict[str, object] | None) -> tuple[str, list[str]]:
@@ -68,16 +70,37 @@ def parse_ldconfig(text: str) -> dict[str, str]:
     return found
 
 
+def driver_library_links(ldconfig: str | None = None) -> dict[str, str]:
+    """The host's NVIDIA driver libraries as the loader finds them: each path `ldconfig -p`
+    names (a link such as .../libcuda.so.1) -> the real file behind it. Host-runtime mode
+    binds each at that path, so that a program that loads libcuda.so.1 by name finds it."""
+    if ldconfig is None:
+        ldconfig = _ldconfig()
+    found: dict[str, str] = {}
+    for line in ldconfig.splitlines():
+        name, sep, rest = line.strip().partition(" (")
+        flags, arrow, path = rest.partition(") => ")
+        if sep and arrow and "64" in flags and _is_driver_lib(name):
+            real = os.path.realpath(path.strip())
+            if os.path.isfile(real):
+                found.setdefault(path.strip(), real)
+    return found
+
+
+def _ldconfig() -> str:
+    try:
+        return subprocess.run(["ldconfig", "-p"], capture_output=True, text=True,
+                              timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def driver_libraries(ldconfig: str | None = None) -> dict[str, str]:
     """The host's NVIDIA driver libraries, each name a program may load (libcuda.so.1,
     libcuda.so, ...) -> the real file behind it; `ldconfig -p` first, else the usual folders.
     Empty where there is no driver."""
     if ldconfig is None:
-        try:
-            ldconfig = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True,
-                                      timeout=30, check=False).stdout
-        except (OSError, subprocess.SubprocessError):
-            ldconfig = ""
+        ldconfig = _ldconfig()
     named = parse_ldconfig(ldconfig)
     if not named:
         for folder in _LIB_DIRS:
@@ -96,6 +119,27 @@ def reap_leftovers() -> str:
     from grader.sandbox.runs import reap_dead
 
     return str(reap_dead(DockerEngine().reap))
+
+
+def host_runtime_check(*, gpu: bool, python: str = sys.executable) -> Check:
+    """What `--runtime host` would bind, read-only, into every container, resolved from this
+    host's interpreter (grader/host_runtime.py); on a GPU host with the driver and compiler."""
+    from grader.errors import GraderError
+    from grader.host_runtime import describe, host_runtime
+
+    try:
+        rt = host_runtime(python, gpu)
+    except GraderError as exc:
+        return Check(name="host runtime", ok=False,
+                     detail=f"--runtime host cannot use {python}: {exc.message}")
+    folders = sum(1 for b in rt.binds if b.folder)
+    compiler = any(b.why == "compiler" for b in rt.binds)
+    extra = "" if not gpu else ", with the driver's libraries" + (
+        " and gcc" if compiler else "; no gcc: Triton cannot build its launchers")
+    return Check(name="host runtime", ok=not gpu or compiler,
+                 detail=f"{rt.python} (Python {rt.version}): {len(rt.binds)} read-only binds, "
+                        f"{folders} of them folders{extra}; nothing else of the host",
+                 lines=tuple(describe(rt)))
 
 
 def run_checks() -> list[Check]:
@@ -129,7 +173,8 @@ def run_checks() -> list[Check]:
             detail=(f"bound read-only at {DRIVER_LIB_DIR} for --runtime cuda: "
                     + ", ".join(sorted(libs))) if "libcuda.so.1" in libs else
                    "libcuda.so.1 not found (ldconfig -p): --runtime cuda cannot reach the GPU; "
-                   "--runtime host binds the host's /usr instead"))
+                   "--runtime host binds the host's driver libraries at their own paths"))
+    checks.append(host_runtime_check(gpu=mode != "none"))
     checks.append(Check(name="output cap", ok=can_mount(),
                         detail="host tmpfs per container (root)" if can_mount() else
                         "not root: output folders are not size-capped; run as root"))

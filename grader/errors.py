@@ -26,6 +26,14 @@ class UsageError(GraderError):
     exit_code = 2
 
 
+class ExposedHostPath(UsageError):
+    """--runtime host would show an entry's container something it must never see: a suite,
+    the output folder, the checkpoint or the seed secret lies inside a host path the mode
+    binds (grader/host_runtime.py, issue 18)."""
+
+    exit_code = 5
+
+
 class BundleError(GraderError):
     """The submission bundle was refused at intake. Subclasses give each refusal its code."""
 
@@ -97,6 +105,7 @@ EXIT_CODES: dict[str, int] = {
     for cls in (
         GraderError,
         UsageError,
+        ExposedHostPath,
         VerdictGate,
         FindingsGate,
         BundleError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
+import tempfile
 import threading
 import time
 import uuid
@@ -12,14 +13,16 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 
 from grader import __version__
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.config import RunConfig
 from grader.detection import Detector
 from grader.doctor import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
-from grader.errors import InfraError, UsageError
-from grader.imaging import HOST_BINDS, ensure_runtime
+from grader.errors import ExposedHostPath, InfraError, UsageError
+from grader.host_runtime import bind_conflicts, host_runtime
+from grader.imaging import ensure_runtime
 from grader.intake import Submission, open_bundle
 from grader.jobs import Sandbox, TimingKnobs
 from grader.report.model import (
@@ -65,10 +68,14 @@ def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str, gpu_index: 
     kind = cfg.runtime.kind
     python = {"cpu": "/opt/venv/bin/python3", "cuda": cfg.runtime.python,
               "host": cfg.runtime.python}[kind]
-    binds = tuple(Bind(host=p, container=p) for p in HOST_BINDS) if kind == "host" else ()
+    binds: tuple[Bind, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    if kind == "host":  # only what the host's interpreter is made of (host_runtime.py)
+        rt = host_runtime(cfg.runtime.python, cfg.device == "cuda")
+        python, binds, env = rt.python, rt.as_binds(), rt.env
     if cfg.device == "cpu":
         return Sandbox(engine=engine, session=session, python=python, device="cpu",
-                       extra_binds=binds)
+                       extra_binds=binds, extra_env=env)
     mode, nodes = gpu_mode(engine.info())
     if mode == "none":
         raise UsageError("--device cuda, but no NVIDIA GPU is visible on this host",
@@ -76,11 +83,30 @@ def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str, gpu_index: 
     if f"/dev/nvidia{gpu_index}" not in nodes:
         raise UsageError(f"GPU {gpu_index} is not on this host", hint=f"found {nodes}")
     gpu = GpuAccess(mode=mode, index=gpu_index, device_nodes=tuple(gpu_nodes(nodes, gpu_index)))
-    env: tuple[tuple[str, str], ...] = ()
     if kind == "cuda" and mode == "devices":
         binds, env = driver_binds()
     return Sandbox(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
                    extra_binds=binds, extra_env=env, timing=TimingKnobs())
+
+
+def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> None:
+    """--runtime host: refuse to start when a bind would show the entry what it must not see
+    (issue 18: with a copy of the suites under /opt, an entry printed a hidden table)."""
+    rt = host_runtime(cfg.runtime.python, cfg.device == "cuda")
+    protected = [("the suite", suite.directory, True),
+                 *(("the suites folder", root, True) for root in cfg.suite_roots),
+                 ("the output folder", cfg.out_dir, False),
+                 ("the checkpoint", checkpoint.dir, True),
+                 ("the seed secret's file", checkpoint.secret_file, True),
+                 # Inputs and the reference's expected outputs pass through folders made here.
+                 ("the temporary folder", Path(tempfile.gettempdir()), False)]
+    found = bind_conflicts(rt.binds, protected)
+    if found:
+        raise ExposedHostPath(
+            "--runtime host would let the entry read what it must not:\n    "
+            + "\n    ".join(found),
+            hint="keep suites, reports and $TMPDIR outside the interpreter's install and "
+            "library folders (`grader doctor` lists them), or grade with another --python")
 
 
 def driver_binds() -> tuple[tuple[Bind, ...], tuple[tuple[str, str], ...]]:
@@ -217,6 +243,8 @@ class Grader:
             unknown = sorted(set(cfg.problems) - set(suite.problems))
             if unknown:
                 raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
+            if cfg.runtime.kind == "host":
+                check_host_binds(cfg, suite, self.checkpoint)
             done = self.open_checkpoint(suite, bundle_sha256)
             self.progress("runtime image")
             runtime = ensure_runtime(self.engine, cfg.runtime)

@@ -29,10 +29,9 @@ from grader.sandbox.docker_engine import DockerEngine
 from grader.suite import ProblemBundle
 
 RuntimeKind = Literal["cpu", "cuda", "host"]
-# Host-runtime mode: an image with no files of its own, run with the host's /usr, /etc and /opt
-# bound read-only (air-gapped GPU hosts whose Python, torch, triton and CUDA live there).
+# Host-runtime mode: an image with no files of its own, run with what the host's interpreter
+# is made of bound read-only (air-gapped GPU hosts; grader/host_runtime.py says what).
 HOST_SKELETON = "grader-hostfs:skeleton"
-HOST_BINDS = ("/usr", "/etc", "/opt")
 _SKELETON_DIRS = ("usr", "lib", "lib64", "lib32", "bin", "sbin", "etc", "opt", "tmp", "proc",
                   "dev", "sys", "root", "grader", "run", "var")
 DEBIAN_SUITE = "bookworm"

@@ -14,6 +14,7 @@ from grader import doctor, grade
 from grader.config import RunConfig
 from grader.doctor import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes, parse_ldconfig
 from grader.errors import UsageError
+from grader.host_runtime import HostBind, HostRuntime
 from grader.jobs import Sandbox, container_spec
 from grader.sandbox.spec import Bind, Limits, Role
 
@@ -128,6 +129,12 @@ def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPa
                                                      tmp_path: Path) -> None:
     monkeypatch.setattr(grade, "DockerEngine", FakeEngine)  # each worker's own client
     monkeypatch.setattr(grade, "driver_libraries", lambda: {"libcuda.so.1": "/lib/libcuda.so"})
+    # The host runtime's binds come from running the host's interpreter (host_runtime.py,
+    # tested in test_host_binds.py and tests/integration/test_host_runtime.py).
+    libcuda = HostBind(host="/usr/lib/libcuda.so.580", container="/usr/lib/libcuda.so.1",
+                       why="driver")
+    monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: HostRuntime(
+        python="/opt/py/bin/python", version="3.11", binds=(libcuda,)))
     for kind, bound in (("host", False), ("cuda", True)):
         cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
                         gpus=(0, 1))
@@ -139,7 +146,7 @@ def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPa
                                                                      "/dev/nvidia1"]
         drivers = [b for w in workers for b in w.extra_binds
                    if b.container.startswith(DRIVER_LIB_DIR)]
-        assert bool(drivers) == bound  # the host runtime binds /usr, which holds them
+        assert bool(drivers) == bound  # the host runtime binds them where the host has them
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda", gpus=(2,))
     with pytest.raises(UsageError, match="GPU 2 is not on this host"):
         grade.Grader(cfg, FakeEngine(), None, lambda _m: None).workers()  # type: ignore[arg-type]
