@@ -281,6 +281,11 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                 verdicts.append(Verdict.TAMPERING)
                 details.append(f"case {case.id}: missing from the entry's result file")
                 continue
+            # Every call's record counts, a failed or wrong one's too: a violation is one
+            # whatever the outputs were (the verdict rules below decide what it weighs).
+            elements = elements or sum(int(getattr(t, "numel", lambda: 0)()) for t in expected)
+            if rec.trace is not None:
+                records.append(rec.trace)
             if not rec.ok:
                 err = rec.error or ""
                 limited = hit_limit(err)
@@ -301,9 +306,6 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                 details.append(f"seed {case.seed % 10000:04d}…: {outcome.detail}")
                 continue
             verdicts.append(Verdict.PASSED)
-            elements = elements or sum(int(getattr(t, "numel", lambda: 0)()) for t in expected)
-            if rec.trace is not None:
-                records.append(rec.trace)
         timing, timing_findings, timing_error = judge_timing(entry, shape, len(timed_cases))
         if timing_error is not None:
             verdicts.append(Verdict.RUNTIME_ERROR)

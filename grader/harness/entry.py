@@ -156,9 +156,11 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
             except Exception as exc:
                 warm_errors[shape] = _excerpt(exc)
     results: dict[str, Any] = {}
+    warm_failed: set[str] = set()
     for cid in case_ids:
         if _shape_of(cid) in warm_errors:
             results[cid] = {"ok": False, "error": warm_errors[_shape_of(cid)]}
+            warm_failed.add(cid)
             continue
         try:
             # A module problem's class is built before this case's inputs are loaded, so its
@@ -189,8 +191,9 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
     with phase("record"):
         recorder.finish()
         for cid, rec in results.items():
-            if rec.get("ok"):
-                rec["trace"] = recorder.trace(cid)
+            # A case whose shape failed at its warm-up carries that call's record.
+            rec["trace"] = recorder.trace(f"warm:{_shape_of(cid)}" if cid in warm_failed
+                                          else cid)
         for shape, rec in timings.items():
             if rec.get("ok"):
                 rec["trace"] = recorder.merged(labels[shape])
