@@ -138,7 +138,7 @@ def test_trigger_and_permissions_are_least_privilege() -> None:
     # The job that holds the pull request's files and the GPU can write nothing.
     assert jobs["grade"]["permissions"] == {"contents": "read"}
     assert jobs["publish"]["permissions"] == {
-        "checks": "write", "security-events": "write", "actions": "read"}
+        "checks": "write", "security-events": "write", "actions": "read", "contents": "read"}
     writers = [name for name, job in jobs.items() if "write" in job["permissions"].values()]
     assert writers == ["publish"]
     # The writing job runs nothing of its own and never sees the pull request's files: it
