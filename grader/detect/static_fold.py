@@ -79,6 +79,9 @@ def callees(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> lis
             kinds = {_GETTERS[q] for q in funcs if q in _GETTERS}
             if kinds and expr.args:
                 names, known = _getter_names(resolver, expr, sc, d + 1, "method" in kinds)
+                # itemgetter's keys are indices far more often than names; a computed key
+                # matters only on a namespace (globals(), vars(m)), itself a finding.
+                known = known or kinds == {"item"}
                 for kind in sorted(kinds):
                     out.append(Callee(kind, sc, frozenset(names), known, bound=bound))  # type: ignore[arg-type]
                 continue

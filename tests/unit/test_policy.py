@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.detect.findings import Severity
-from grader.detect.policy import list_policies, load_policy, policy_text
+from grader.detect.policy import expand_patterns, list_policies, load_policy, policy_text
 from grader.errors import ProblemError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,3 +138,29 @@ def test_policy_text() -> None:
     assert "99%" in text and "copies [NOT allowed]" in text and "views [allowed]" in text
     assert "aten.empty_like" in text and "flash_attn" in text
     assert "DK001 fallback" in text and "(policy)" in text
+
+
+def test_braces_spell_several_patterns() -> None:
+    assert expand_patterns(["torch.{cuda,xpu}.{device,synchronize}", "os.exec*"]) == [
+        "torch.cuda.device", "torch.cuda.synchronize", "torch.xpu.device",
+        "torch.xpu.synchronize", "os.exec*"]
+    policy = load_policy("triton")
+    assert policy.is_torch_utility("torch.npu.get_device_properties")
+    assert policy.is_value("numpy.float32") and not policy.is_value("numpy.matmul")
+
+
+@pytest.mark.parametrize("name, rule", [
+    # torch.cuda is no utility namespace as a whole (issue 17): its compute is compute.
+    ("torch.cuda.comm.broadcast", None), ("torch.cuda.synchronize", None),
+    ("triton.knobs.runtime.launch_enter_hook", "TM004"),
+    ("torch.utils._python_dispatch._get_current_dispatch_mode", "TM004"),
+    ("torch.autograd.profiler.record_function", "TM004"), ("torch.cuda._sleep", "TM004"),
+    ("weakref.finalize", "SB005"), ("atexit.register", "SB005"), ("signal.signal", "SB005"),
+    ("subprocess.run", "SB001"), ("numpy.matmul", "FB006"), ("numpy.random.rand", "TM003"),
+    ("numpy.load", "SB003"), ("torch.utils.dlpack.to_dlpack", "FB006"),
+])
+def test_name_rules_of_issue_17(name: str, rule: str | None) -> None:
+    policy = load_policy("triton")
+    assert policy.name_rule(name) == rule
+    assert not policy.is_torch_utility("torch.cuda.comm.broadcast")
+    assert policy.is_torch_utility("torch.cuda.synchronize")
