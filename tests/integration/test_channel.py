@@ -50,11 +50,10 @@ def test_a_ready_frame_forged_at_import_delivers_nothing(engine, runtime, sb) ->
     with _pair(engine, runtime, sb, kernel) as pair:
         entry = pair.entry
         assert entry is not None and entry.frames is not None
-        # The warden ended the container on the forged frame, well before the entry's own
-        # 20 s wait at import was over; the host never delivered its job or an input.
+        # The warden ended the container on the forged frame, before the entry's own 20 s wait
+        # at import was over (it prints when it is); no ready came, so no job or input either.
         assert "without the harness's token" in (entry.frames.tampering or "")
         assert entry.out.ready is None
-        assert sorted(p.name for p in (pair.ref_dir / ".entry-in").iterdir()) == []
         assert SAW not in entry.exit.logs and "IMPORT WAIT OVER" not in entry.exit.logs
         assert any(a.tampering and "tampering" in a.text for a in entry.out.anomalies)
 
