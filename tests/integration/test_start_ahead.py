@@ -5,11 +5,13 @@ same."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,10 @@ from docker.models.containers import ContainerCollection
 from test_faults import ALL, _bundle, _grader, _left, _verdicts
 from test_pair import KERNEL, _cases
 
+from grader.channel import GateFrame, read_frames
 from grader.config import RunConfig
-from grader.harness.main import AT_GATE, GO, STANDBY_ENV, TRACED
+from grader.harness.main import AT_GATE, GO, STANDBY_ENV
+from grader.harness.warden import STANDBY, TRACED
 from grader.imaging import ensure, problem_plan
 from grader.jobs import Sandbox, TimingKnobs
 from grader.problem_run import Batch, Beside, Standby, run_pair
@@ -60,18 +64,30 @@ def _files(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir())
 
 
+def _frame_time(container: Any, kind: str) -> float:
+    """When the container's warden wrote its `kind` frame (the engine's own timestamp)."""
+    for line in container.logs(stdout=True, stderr=False, timestamps=True).splitlines():
+        stamp, _, frame = line.partition(b" ")
+        if json.loads(base64.b64decode(frame))["frame"] == kind:
+            day, _, frac = stamp.decode().rstrip("Z").partition(".")
+            return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() + float(
+                f"0.{frac or 0}")
+    raise AssertionError(f"no {kind} frame")
+
+
 def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
     batch = _batch(engine, runtime)
     st = Standby(sb, batch)
     st.settle()
     assert st.usable()
-    # Imported and waiting: the entry's file not loaded (no ready.json), no input drawn.
-    assert _files(st.ent_out) == [AT_GATE]
+    # Imported and waiting: the entry's file not loaded (no ready frame), no input drawn.
+    assert _files(st.ent_out) == []
     assert _files(st.ref_out) == [".entry-in", AT_GATE]
     assert _files(st.ent_in) == []
+    frames = read_frames(st.ent.stdout())  # the entry's gate is a frame (harness/warden.py)
+    assert frames.ready is None
     # On a CPU: no GPU set-up at the standby (tests/gpu has the GPU's).
-    assert json.loads((st.ent_out / AT_GATE).read_text()) == {
-        "ok": True, "cuda_initialized": False, "prepared": False}
+    assert frames.standby == GateFrame(ok=True, cuda_initialized=False, prepared=False)
     time.sleep(2.0)
     t0 = time.monotonic()
     with run_pair(sb, batch, standby=st) as pair:
@@ -107,12 +123,13 @@ def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_pa
     beside = Standby(slow_sb, _batch(engine, runtime))
     with run_pair(timed, first, standby=st, beside=Beside((beside,))) as pair:
         assert pair.entry is not None and pair.entry.exit.exit_code == 0, pair.entry.exit.logs
-        gates = max((d / AT_GATE).stat().st_mtime for d in (beside.ref_out, beside.ent_out))
+        gates = max((beside.ref_out / AT_GATE).stat().st_mtime,
+                    _frame_time(beside.ent.container, STANDBY))
         # Delivered before the standby beside was there, so held: traced, then timed on GO.
         job = st.ent_in / "job.json"
         assert job.stat().st_mtime < gates
         assert json.loads(job.read_text())["hold"] is True
-        assert (st.ent_out / TRACED).stat().st_mtime < gates
+        assert _frame_time(st.ent.container, TRACED) < gates
         assert (st.ent_in / GO).stat().st_mtime >= gates
         assert (st.ref_in / GO).stat().st_mtime >= gates
         entry = pair.entry.out.result
