@@ -52,7 +52,7 @@ step "Static analysis (SARIF)"
 
 step "Grade ($GRADER_DEVICE)"
 rc=0
-"$GRADER" run "$RUNNER_TEMP/bundle.tar" -o "$REPORTS" --device "$GRADER_DEVICE" --runtime "$GRADER_RUNTIME" --format json,html,md,junit --fail-on "$FAIL_ON" --log-format json || rc=$?
+"$GRADER" run "$RUNNER_TEMP/bundle.tar" -o "$REPORTS" --device "$GRADER_DEVICE" --runtime "$GRADER_RUNTIME" --format json,html,md,junit --public --fail-on "$FAIL_ON" --log-format json || rc=$?
 
 # The steps below run whatever the grading step's outcome (`if: !cancelled()`).
 step "Job summary"

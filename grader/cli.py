@@ -77,6 +77,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
               help="Wall-clock limit of each entry container, seconds.")
 @click.option("--format", "formats", default="json,html", show_default=True, callback=lambda c,
               p, v: _formats(v), help=f"Comma-separated, of: {', '.join(FORMATS)}.")
+@click.option("--public", is_flag=True,
+              help="Reports meant for publication (a CI summary): html, md and junit leave "
+              "the entry's output out but for compile and runtime errors; report.json keeps it.")
 @click.option("--fail-on", default="", callback=lambda c, p, v: _verdict_set(v),
               help="Exit 3 when any shape gets one of these verdicts (e.g. fallback,incorrect).")
 @click.option("--seed-secret", default=None, help="Hex secret to reproduce a run's inputs.")
@@ -113,7 +116,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
               "json (one object per line: event, problem, stage, elapsed_s, eta_s, ts).")
 def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str, device: str,
         shapes: str, problems: tuple[str, ...], seeds: int | None, timeout: float | None,
-        formats: tuple[str, ...], fail_on: frozenset[Verdict], seed_secret: str | None,
+        formats: tuple[str, ...], public: bool, fail_on: frozenset[Verdict],
+        seed_secret: str | None,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
         log_format: str, resume: bool, sequential: bool, start_ahead: str,
@@ -123,7 +127,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
 
     req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
-                     timeout=timeout, formats=formats, fail_on=fail_on, seed_secret=seed_secret,
+                     timeout=timeout, formats=formats, public=public, fail_on=fail_on,
+                     seed_secret=seed_secret,
                      quiet=quiet, log_format=log_format, runtime=runtime, python=python,
                      cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
                      hardware=hardware, resume=resume, overlap=not sequential,
@@ -137,12 +142,17 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
               callback=lambda c, p, v: _formats(v), help="Formats to write.")
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Folder to write into (default: beside REPORT_JSON).")
-def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None) -> None:
+@click.option("--public", is_flag=True,
+              help="For publication: html, md and junit without the entry's output but for "
+              "compile and runtime errors (json stays the full record).")
+def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None, public: bool
+           ) -> None:
     """Re-render a report.json into other formats."""
     from grader.report.render import load_report, write_reports
 
     rep = load_report(report_json)
-    for fmt, path in write_reports(rep, out_dir or report_json.parent, list(formats)).items():
+    for fmt, path in write_reports(rep, out_dir or report_json.parent, list(formats),
+                                   public=public).items():
         click.echo(f"{fmt}: {path}")
 
 

@@ -29,6 +29,9 @@ class RunConfig:
     shapes: ShapeSelection = "auto"
     problems: tuple[str, ...] = ()  # empty: every problem of the suite
     formats: tuple[str, ...] = ("json", "html")
+    # Renderings meant for publication: no entry output but for compile and runtime errors
+    # (report/public.py, issue 18); report.json stays the full record.
+    public: bool = False
     fail_on: frozenset[Verdict] = frozenset()
     seed_secret: bytes | None = None  # None: a fresh secret for this run (or the checkpoint's)
     resume: bool = False  # finish the run checkpointed in out_dir (see grader/checkpoint.py)

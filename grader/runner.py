@@ -39,6 +39,7 @@ class RunRequest:
     seeds: int | None = None
     timeout: float | None = None
     formats: tuple[str, ...] = ("json", "html")
+    public: bool = False  # html, md, junit without the entry's output (report/public.py)
     fail_on: frozenset[Verdict] = frozenset()
     seed_secret: str | None = None
     quiet: bool = False
@@ -67,7 +68,8 @@ def to_config(req: RunRequest) -> RunConfig:
     cfg = RunConfig(bundle=req.bundle, out_dir=req.out_dir,
                     suite_roots=req.suite_roots or (PROBLEM_BUNDLES,), policy=req.policy,
                     device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
-                    problems=req.problems, formats=req.formats, fail_on=req.fail_on,
+                    problems=req.problems, formats=req.formats, public=req.public,
+                    fail_on=req.fail_on,
                     seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume,
                     overlap=req.overlap, ahead_depth=req.ahead_depth,
                     start_ahead=req.start_ahead)  # type: ignore[arg-type]
@@ -137,7 +139,7 @@ def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
     with host_fs(f"cannot write the reports into {cfg.out_dir}",
                  hint="every graded problem is kept in the checkpoint: free space, then run "
                  "the same command with --resume to write the reports"):
-        paths = write_reports(rep, cfg.out_dir, list(cfg.formats))
+        paths = write_reports(rep, cfg.out_dir, list(cfg.formats), public=cfg.public)
     click.echo(summary_line(rep))
     for fmt, path in paths.items():
         click.echo(f"{fmt}: {path}")

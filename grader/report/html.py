@@ -16,6 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from grader.report.model import ProblemResult, Report, ShapeResult
+from grader.report.public import NOTE
 from grader.report.render import clean_text
 from grader.scoring.scores import PHASES, ScoreCard, ShapeScore
 from grader.verdicts import SEVERITY, Verdict
@@ -223,11 +224,13 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_html(report: Report) -> str:
-    """The whole report as one self-contained HTML document."""
+def render_html(report: Report, *, public: bool = False) -> str:
+    """The whole report as one self-contained HTML document; `public`: a rendering of
+    report/public.py's view, which says so."""
     template = _environment().get_template("report.html.j2")
     return template.render(
         report=report,
+        public_note=NOTE if public else None,
         env=report.environment,
         summary=report.summary,
         verdict_counts=_verdict_counts(report),

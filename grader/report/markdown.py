@@ -11,6 +11,7 @@ import re
 
 from grader.report.inert import inert_text
 from grader.report.model import ProblemResult, Report, ShapeResult
+from grader.report.public import NOTE
 from grader.scoring.scores import PHASES, ScoreCard
 from grader.verdicts import SEVERITY, Verdict
 
@@ -172,8 +173,9 @@ def _scores_section(card: ScoreCard, hardware: str, is_performance: bool) -> lis
     return [*lines, ""] if card.notes else lines
 
 
-def render_markdown(report: Report) -> str:
-    """The report as a short Markdown summary (headline, rates, one table per problem)."""
+def render_markdown(report: Report, *, public: bool = False) -> str:
+    """The report as a short Markdown summary (headline, rates, one table per problem);
+    `public`: a rendering of report/public.py's view, which says so."""
     env = report.environment
     summary = report.summary
     lines = [
@@ -194,6 +196,8 @@ def render_markdown(report: Report) -> str:
             "> ⚠️ Timings come from the CPU interpreter and are not performance numbers.",
             "",
         ]
+    if public:
+        lines += [f"> {NOTE}", ""]
     lines += ["| Problem | Operator | Verdict | Shapes passed |", "|---|---|---|---:|"]
     for problem in report.problems:
         passed = sum(1 for s in problem.shapes if s.verdict is Verdict.PASSED)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from grader.detect.findings import Finding
 from grader.errors import UsageError
 from grader.report.model import Report
+from grader.report.public import public_view
 
 FORMATS: tuple[str, ...] = ("json", "html", "md", "junit", "sarif")
 
@@ -47,7 +48,7 @@ def clean_text(value: object, limit: int | None = None, *, tail: bool = False) -
     return text[:limit] + f"\n[… {dropped} more characters omitted]"
 
 
-def _renderers() -> dict[str, Callable[[Report], str]]:
+def _renderers(public: bool = False) -> dict[str, Callable[[Report], str]]:
     # Imported here because the renderers import clean_text from this module.
     from grader.report.html import render_html
     from grader.report.junit import render_junit
@@ -55,8 +56,8 @@ def _renderers() -> dict[str, Callable[[Report], str]]:
 
     return {
         "json": lambda report: report.model_dump_json(indent=2),
-        "html": render_html,
-        "md": render_markdown,
+        "html": lambda report: render_html(report, public=public),
+        "md": lambda report: render_markdown(report, public=public),
         "junit": render_junit,
         "sarif": render_sarif,
     }
@@ -81,17 +82,23 @@ def render_sarif(report: Report) -> str:
                       indent=2)
 
 
-def write_reports(report: Report, out_dir: Path, formats: list[str]) -> dict[str, Path]:
-    """Render `report` in each of `formats` into `out_dir`; returns format -> file written."""
+def write_reports(report: Report, out_dir: Path, formats: list[str], *, public: bool = False
+                  ) -> dict[str, Path]:
+    """Render `report` in each of `formats` into `out_dir`; returns format -> file written.
+
+    `public`: the renderings meant for publication (html, md, junit; sarif carries no entry
+    output) leave the entry's output out (report/public.py); report.json stays the record."""
     unknown = [fmt for fmt in formats if fmt not in FORMATS]
     if unknown:
         raise UsageError(
             f"unknown report format(s): {', '.join(unknown)}",
             hint=f"choose from {', '.join(FORMATS)}",
         )
-    renderers = _renderers()
+    renderers = _renderers(public)
+    shown = public_view(report) if public else report
     # Render everything before writing anything, so a renderer bug leaves no partial set.
-    texts = {fmt: renderers[fmt](report) for fmt in dict.fromkeys(formats)}
+    texts = {fmt: renderers[fmt](report if fmt == "json" else shown)
+             for fmt in dict.fromkeys(formats)}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for fmt, text in texts.items():
