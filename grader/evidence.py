@@ -112,6 +112,8 @@ class TimingRecord(_Model):
     # event-timed device time during which some recorded kernel ran (CUDA).
     trace: TraceRecord | None = None
     covered_us: list[float] = Field(default_factory=list, max_length=10000)
+    # ... and the µs its recorded kernels ran in all, inside its events or not (CUDA).
+    busy_us: list[float] = Field(default_factory=list, max_length=10000)
 
 
 class ResultFile(_Model):

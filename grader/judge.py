@@ -154,6 +154,7 @@ def _dynamic(result: ResultFile, shape: str, records: list[TraceRecord], element
         outside_ops=outside.torch_ops, output_elements=elements,
         device_us=list(rec.device_us) if timed and rec is not None and rec.ok else [],
         covered_us=list(rec.covered_us) if rec is not None and rec.covered_us else None,
+        busy_us=list(rec.busy_us) if rec is not None and rec.busy_us else None,
         record_problem=(result.device_record.problem or "inconsistent"
                         if result.device_record is not None
                         and not result.device_record.consistent else None))

@@ -128,6 +128,12 @@ ELEMENT_SHARE = 0.25  # ... and beyond that, a quarter of the output's elements
 # the end event after the last one: a few µs (H200, 2026-12-02, docs/benchmarks.md).
 UNCOVERED_SHARE = 0.5
 UNCOVERED_MIN_US = 20.0
+# The other way round: kernels of a call that ran for far longer than its events measured
+# (seen on the H200, 2026-12-02: a Triton add on a stream of its own, 27 µs of kernel under
+# 1.3 µs of events). CUPTI's kernel times run a little under the events' (26.1 against 28.5 µs
+# for an honest 32 MiB add), so the bound is loose.
+BUSY_FACTOR = 1.5
+BUSY_SLACK_US = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,6 +149,7 @@ class CallEvidence:
     output_elements: int  # elements of the reference's outputs for one call
     device_us: list[float]  # the timed calls' event times (empty on a CPU)
     covered_us: list[float] | None  # per timed call; None: no device record came back
+    busy_us: list[float] | None = None  # per timed call: its kernels' time, wherever it fell
     record_problem: str | None = None  # the device record could not be split into calls
 
 
@@ -182,6 +189,12 @@ def judge_calls(ev: CallEvidence, policy: Policy) -> tuple[list[Finding], float 
     uncovered = _median([d - c for d, c in pairs])
     device = _median([d for d, _c in pairs])
     covered_share = _median([c / d for d, c in pairs])
+    if ev.busy_us and len(ev.busy_us) == len(ev.device_us):
+        busy = _median(list(ev.busy_us))
+        if busy > BUSY_FACTOR * device + BUSY_SLACK_US:
+            findings.append(_finding(policy, "TM917", (
+                f"in the median timed call its kernels ran {busy:.1f} µs where its events "
+                f"measured {device:.1f} µs: work off the timed stream")))
     if uncovered > UNCOVERED_MIN_US and uncovered > UNCOVERED_SHARE * device:
         findings.append(_finding(policy, "TM915", (
             f"in the median timed call, {uncovered:.1f} of {device:.1f} µs of device time "

@@ -28,7 +28,11 @@ class KernelKind(StrEnum):
     OTHER_TRITON = "other_triton"  # torch.compile/inductor, or Triton code not the entry's
     VENDOR = "vendor"  # cuBLAS(Lt), cuDNN, CUTLASS, flash-attention, NCCL, ...
     TORCH_NATIVE = "torch_native"  # PyTorch's own CUDA kernels (at::native, ...)
-    COPY = "copy"  # Memcpy / Memset activities
+    COPY = "copy"  # device-to-device Memcpy and Memset activities
+    # Memcpy to or from the host: data leaving the device inside a call is work done
+    # elsewhere (seen on the H200, 2026-12-02: a sum computed on the host behind 38 ms of
+    # device-to-pageable copies), so it counts against the entry's share, never ignored.
+    HOST_COPY = "host_copy"
     UNKNOWN = "unknown"
 
 
@@ -37,6 +41,7 @@ class KernelKind(StrEnum):
 _VOID = r"(?:void\s+)?"
 
 _COPY = re.compile(r"^(?:Memcpy|Memset)\b")
+_HOST_COPY = re.compile(r"^Memcpy (?:HtoD|DtoH|HtoH)\b|^Memcpy .*(?:Pageable|Pinned|Host)")
 
 # Inductor names its kernels triton_<category[:3]>_<fused ops>_<n> (poi, red, per, tem, for,
 # spl, unk), or plain "triton_" when unique_kernel_names is off.
@@ -97,6 +102,8 @@ def classify(
     that record comes from the untrusted side.
     """
     name = name.strip()
+    if _HOST_COPY.match(name):
+        return KernelKind.HOST_COPY
     if _COPY.match(name):
         return KernelKind.COPY
     if _INDUCTOR.match(name):

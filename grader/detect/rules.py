@@ -207,6 +207,10 @@ RULES: dict[str, RuleInfo] = {
         description=(
         "On the GPU, the timed calls came back without the device record of what they ran, "
         "or with one whose call brackets do not match the calls made.")),
+    "TM917": RuleInfo(title="kernels beyond the timed window", severity=_T, layer=_D,
+        description=(
+        "A timed call's recorded kernels ran far longer than its events measured: work on a "
+        "stream the events do not wait for, so the time understates the work.")),
 }
 
 

@@ -197,10 +197,11 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
         for shape, rec in timings.items():
             if rec.get("ok"):
                 rec["trace"] = recorder.merged(labels[shape])
-                if recorder.device_calls is not None:
-                    rec["covered_us"] = [recorder.device_calls.covered(lb, us)
-                                         for lb, us in zip(labels[shape], rec["device_us"],
-                                                           strict=True)]
+                calls = recorder.device_calls
+                if calls is not None:
+                    rec["covered_us"] = [calls.covered(lb, us) for lb, us in
+                                         zip(labels[shape], rec["device_us"], strict=True)]
+                    rec["busy_us"] = [calls.busy(lb) for lb in labels[shape]]
     result: dict[str, Any] = {"cases": results, "timings": timings}
     if recorder.device_calls is not None:
         result["device_record"] = {"consistent": recorder.device_calls.consistent,

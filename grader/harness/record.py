@@ -323,6 +323,11 @@ class DeviceCalls:
             return 0.0
         return _union_within(self._inside.get(label, []), opened, opened + device_us)
 
+    def busy(self, label: str) -> float:
+        """µs during which some kernel of the call ran, wherever it fell: beyond the call's
+        events when it ran on a stream they do not wait for."""
+        return _union_within(self._inside.get(label, []), float("-inf"), float("inf"))
+
 
 def _union_within(events: list[tuple[float, float, str]], lo: float, hi: float) -> float:
     """µs of [lo, hi] during which at least one of `events` (start, duration) ran."""
