@@ -159,3 +159,20 @@ def _digest(paths: set[str]) -> str:
     import hashlib
 
     return hashlib.sha256("\n".join(sorted(paths)).encode()).hexdigest()[:16]
+
+
+def test_an_honest_entry_passes_in_host_mode_with_public_reports(tmp_path: Path) -> None:
+    """The runtime the binds give is enough to grade: examples/triton's vector_add passes,
+    and `--public` marks the HTML while report.json stays the record."""
+    bundle = tmp_path / "bundle.tar"
+    subprocess.run([sys.executable, "-m", "grader", "bundle", "create",
+                    str(REPO / "examples" / "triton"), "-o", str(bundle)], check=True,
+                   capture_output=True, timeout=120)
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "grader", "run", str(bundle), "--runtime", "host",
+                          "--problem", "vector_add", "--format", "json,html", "--public",
+                          "-o", str(out), "-q"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert [s["verdict"] for p in report["problems"] for s in p["shapes"]] == ["passed"]
+    assert 'id="public-report"' in (out / "report.html").read_text()
