@@ -19,6 +19,7 @@ from grader.formats.problem import Problem, Shape
 from grader.harness.main import STANDBY_ENV
 from grader.harness.warden import LOG_BYTES_ENV, STDOUT_BYTES
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
+from grader.sandbox.capped import private_dir, resize
 from grader.sandbox.docker_engine import DockerEngine, ExitState
 from grader.sandbox.runs import run_folder
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
@@ -176,35 +177,44 @@ def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
             Bind(host=str(out_dir), container=C_OUT, read_only=False)]
 
 
-def entry_spec(sb: Sandbox, image: str, kernel_file: Path, in_dir: Path, out_dir: Path,
-               limits: Limits, problem: Problem | None, gated: bool = False) -> ContainerSpec:
-    binds = [Bind(host=str(kernel_file.resolve()), container=f"{C_ENTRY}/kernel.py"),
-             *io_binds(in_dir, out_dir)]
+def entry_spec(sb: Sandbox, image: str, in_dir: Path, out_dir: Path, limits: Limits,
+               problem: Problem | None, gated: bool = False) -> ContainerSpec:
+    """`in_dir`: from entry_in, with the kernel file in its CODE folder."""
+    binds = [Bind(host=str(in_dir / CODE), container=C_ENTRY), *io_binds(in_dir, out_dir)]
     return container_spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
                           args=entry_args(problem), gated=gated)
 
 
-def entry_in(ref_out: Path) -> Path:
-    """The entry's input folder: inside the reference's output folder, so that inputs are
-    hard links, not copies (at production shapes a batch's inputs are gigabytes: one copy
-    less of each, and no second place to hold them). The entry's container sees only this
-    folder, read-only; the reference's sees it too, owned by root, and cannot write there."""
-    path = ref_out / ".entry-in"
-    path.mkdir(mode=0o755, exist_ok=True)  # exists: run_pair's entry outgrew its caps
-    os.chmod(path, 0o755)
-    return path
+CODE = ".code"  # in the entry's input folder: its kernel file, bound at C_ENTRY
+SLACK = 1 << 20  # the input folder's room beyond its files: job.json, start.json, go.json
+
+
+@contextmanager
+def entry_in(kernel_file: Path) -> Iterator[Path]:
+    """The entry's input folder: a tmpfs of its own (capped.private_dir), holding a copy of
+    its kernel file (in CODE) and, once it is imported, its inputs (deliver). Bound as a
+    whole, it shows the entry no host path in /proc/self/mountinfo, and its fill level is
+    that of its own files (issue 19: inside the reference's tmpfs, statvfs showed the
+    reference's outputs, and the kernel file's bind showed its host path)."""
+    size = kernel_file.stat().st_size
+    with private_dir(size + SLACK) as path:
+        code = path / CODE
+        code.mkdir(mode=0o755)
+        shutil.copyfile(kernel_file, code / "kernel.py")
+        os.chmod(code / "kernel.py", 0o644)
+        yield path
 
 
 def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
             in_dir: Path, *, hold: bool = False) -> None:
-    """The entry's inputs and job (entry_job), placed once it has been imported."""
-    for c in cases:
-        src = ref_out / f"{c.id}.in"
-        if src.is_file():
-            dst = in_dir / f"{c.id}.in"
-            try:
-                os.link(src, dst)
-            except OSError:  # a filesystem that refuses hard links: copy
-                shutil.copyfile(src, dst)
-            os.chmod(dst, 0o644)
+    """The entry's inputs and job (entry_job), placed once it has been imported: copied from
+    the reference's folder into the entry's own tmpfs, grown to hold them first."""
+    sources = [ref_out / f"{c.id}.in" for c in cases]
+    sources = [src for src in sources if src.is_file()]
+    held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
+    resize(in_dir, held + sum(src.stat().st_size for src in sources) + SLACK)
+    for src in sources:
+        dst = in_dir / src.name
+        shutil.copyfile(src, dst)  # sendfile in the kernel: no pass through our memory
+        os.chmod(dst, 0o644)
     write_job(in_dir, entry_job(sb, cases, problem, hold=hold))

@@ -62,10 +62,9 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
               limits: Limits, problem: Problem | None = None) -> Iterator[ContainerRun]:
     """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
-    with capped_dir(limits.output_bytes) as out_dir:
-        in_dir = entry_in(ref_out)
+    with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
         delivered = False
-        spec = entry_spec(sb, image, kernel_file, in_dir, out_dir, limits, problem)
+        spec = entry_spec(sb, image, in_dir, out_dir, limits, problem)
         with sb.engine.start(spec) as running:
 
             def deliver_when_ready() -> None:
@@ -126,7 +125,7 @@ class Standby:
         try:
             self.ref_in = self._stack.enter_context(fresh_in_dir())
             self.ref_out = self._stack.enter_context(capped_dir(batch.ref_limits.output_bytes))
-            self.ent_in = entry_in(self.ref_out)
+            self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
             self.ent_out = self._stack.enter_context(
                 capped_dir(batch.entry_limits.output_bytes))
             write_job(self.ref_in, reference_job(sb, batch.cases, batch.problem,
@@ -135,7 +134,7 @@ class Standby:
                 sb, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
                 batch.ref_limits, gated=gated)))
             self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
-                sb, batch.image, batch.kernel_file, self.ent_in, self.ent_out,
+                sb, batch.image, self.ent_in, self.ent_out,
                 batch.entry_limits, batch.problem, gated=gated)))
         except BaseException:
             self._stack.close()
