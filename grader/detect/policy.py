@@ -289,6 +289,7 @@ def policy_text(policy: Policy) -> str:
         lines.append(f"    source: {', '.join(group.calls) or '-'}")
         lines.append(f"    trace:  {', '.join('aten.' + a for a in group.aten) or '-'}")
     lines += ["", "torch names that are not ops: " + ", ".join(policy.torch_utilities)]
+    lines += ["values (not compute): " + ", ".join(policy.values)]
     lines += ["protected modules: " + ", ".join(policy.protected_modules), ""]
     lines.append("forbidden names (rule, severity):")
     for field, rule in NAME_RULES.items():
