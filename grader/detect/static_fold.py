@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from grader.detect.static_scope import Scope, lookup
 
@@ -220,7 +220,11 @@ def _default(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr
     return None
 
 
-def foldable_function(resolver: Resolver, fn: ast.AST, scope: Scope, d: int) -> bool:
+class Names(Protocol):
+    def qualnames(self, node: ast.AST, scope: Scope, depth: int = 0) -> set[str]: ...
+
+
+def foldable_function(resolver: Names, fn: ast.AST, scope: Scope, d: int) -> bool:
     """Is `fn` a plain function whose callers' arguments are what it receives?"""
     if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
