@@ -94,6 +94,7 @@ def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
 
 
 def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -> None:
+    from grader.channel import read_frames
     from grader.grade import make_sandbox
     from grader.harness.main import AT_GATE
     from grader.imaging import RuntimeConfig, ensure, ensure_runtime, problem_plan
@@ -122,7 +123,9 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
         assert st.usable()
         # The entry's harness made its CUDA context and profiler set-up before its gate (so
         # the host's wait for an idle standby covers them); the reference's touched no GPU.
-        assert json.loads((st.ent_out / AT_GATE).read_text()) == {
+        # The entry's gate is a frame on its warden's stdout (grader/channel.py).
+        gate = read_frames(st.ent.stdout()).standby
+        assert gate is not None and gate.model_dump() == {
             "ok": True, "cuda_initialized": True, "prepared": True}
         assert json.loads((st.ref_out / AT_GATE).read_text()) == {
             "ok": True, "cuda_initialized": False, "prepared": False}
