@@ -33,7 +33,7 @@ import torch
 
 from grader.compare import compare
 from grader.formats.problem import Shape
-from grader.harness.timing import time_kernel
+from grader.harness.timing import time_bare
 from grader.scoring.derive import load_reference
 from grader.suite import ProblemBundle, load_suite
 
@@ -71,7 +71,7 @@ def _measure_shape(bundle: ProblemBundle, shape: Shape, ref: Any,
             outcomes = [compare(e, _as_list(fn(*s)), bundle.problem)
                         for e, s in zip(expected, sets, strict=True)]
             bad = [o.detail for o in outcomes if not o.ok]
-            raw, _ = time_kernel(fn, sets, l2_flush_bytes=L2_FLUSH_BYTES, budget_s=budget_s)
+            raw, _ = time_bare(fn, sets, l2_flush_bytes=L2_FLUSH_BYTES, budget_s=budget_s)
             row[name] = {"median_us": statistics.median(raw["device_us"]),
                          "samples": len(raw["device_us"]), "correct": not bad,
                          **({"detail": bad[0][:300]} if bad else {})}

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from fidelity import FLUSH_BYTES, sustained_us  # noqa: E402
 
-from grader.harness.timing import time_kernel  # noqa: E402
+from grader.harness.timing import time_bare  # noqa: E402
 
 # NVML's clock-event reasons (nvml.h, nvmlClocksEventReason*), the ones that slow a clock.
 REASONS = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal", 0x40: "hw_thermal",
@@ -99,7 +99,7 @@ def measure(fn: Callable[..., Any], inputs: tuple[Any, ...], seconds: float
             ) -> list[dict[str, Any]]:
     rows = []
     with sampled() as s:
-        raw, _ = time_kernel(fn, [inputs], l2_flush_bytes=FLUSH_BYTES, rse_target=0.0,
+        raw, _ = time_bare(fn, [inputs], l2_flush_bytes=FLUSH_BYTES, rse_target=0.0,
                              max_samples=1 << 30, budget_s=seconds)
     per_call = statistics.median(raw["device_us"])
     rows.append({"way": "grader", "us": per_call, **s})

@@ -7,7 +7,7 @@ REPORT is the report.json of `grader run --device cuda` of ENTRY_DIR (default ex
 or the checkpoint folder of a grading cut short (OUT/.checkpoint/problems; its suite is --suite,
 default llm-inference). One row per timed shape:
 - grader: the median the report holds (the entry's container, the harness's timed loop);
-- bare: the same loop (harness/timing.py's time_kernel, three fresh input sets) in this process,
+- bare: the same loop (harness/timing.py's time_bare, three fresh input sets) in this process,
   with no container: what the container itself adds;
 - do_bench: triton.testing.do_bench(..., return_mode="median") on one input set;
 - launch: host microseconds per call of the entry's Python function, launches queued without
@@ -42,7 +42,7 @@ import triton.testing
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from grader.harness.timing import time_kernel  # noqa: E402
+from grader.harness.timing import time_bare  # noqa: E402
 
 FLUSH_BYTES = 256 << 20  # the grader's l2_flush_bytes (problem_run.TimingKnobs)
 
@@ -145,7 +145,7 @@ def measure(report: dict[str, Any], entry: Path, min_us: float, only: list[str]
             inputs = sets[0]
             kern.kernel(*inputs)  # compile and autotune outside every clock
             torch.cuda.synchronize()
-            raw, _ = time_kernel(kern.kernel, sets, l2_flush_bytes=FLUSH_BYTES, budget_s=5.0)
+            raw, _ = time_bare(kern.kernel, sets, l2_flush_bytes=FLUSH_BYTES, budget_s=5.0)
             bare = statistics.median(raw["device_us"])
             ms = triton.testing.do_bench(lambda inputs=inputs, kern=kern: kern.kernel(*inputs),
                                          warmup=25, rep=200, return_mode="median")
