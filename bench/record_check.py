@@ -29,12 +29,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import torch
+import triton
+import triton.language as tl
 
-from grader.harness.record import Recorder  # noqa: E402
-from grader.harness.timing import Clock, time_kernel  # noqa: E402
+from grader.harness.record import Recorder
+from grader.harness.timing import Clock, time_kernel
 
 FLUSH = 256 << 20
 
