@@ -185,15 +185,18 @@ class _Tally:
     count: int = 0
     examples: list[str] = field(default_factory=list)
 
-    def add(self, name: str) -> None:
+    def add(self, name: str, why: str = "") -> None:
         self.count += 1
         if len(self.examples) < EXAMPLES:
-            self.examples.append(repr(name[:60]))
+            self.examples.append(repr(name[:60]) + (f": {why[:120]}" if why else ""))
 
 
 # Kinds of odd entries: what the message says, and whether it is tampering.
 _KINDS = {"symlink": ("symlink(s)", True), "other": ("non-regular file(s)", True),
-          "unexpected": ("unexpected file(s)", False)}
+          "unexpected": ("unexpected file(s)", False),
+          # The harness writes outputs whole (tensors.save): one the reader refuses (aliased
+          # extents, a name used twice, past a count) was written by the entry.
+          "refused": ("output file(s) the tensor reader refuses", True)}
 
 
 def read_out_dir(path: Path, *, max_entries: int = MAX_ENTRIES) -> OutDir:
@@ -235,6 +238,12 @@ def _entry(entry: os.DirEntry[str], out: OutDir, tallies: dict[str, _Tally]) -> 
     elif name == "result.json":
         out.result = _read_json(Path(entry.path), ResultFile, out)
     elif m := CASE_FILE.match(name):
+        if m["kind"] == "out":  # the header alone, before the judge reads any body
+            try:
+                tensors.check(Path(entry.path))
+            except (tensors.TensorFileError, OSError) as exc:
+                tallies["refused"].add(name, str(exc).removeprefix(f"{name}: "))
+                return
         out.tensor_files[(m["case"], m["kind"])] = Path(entry.path)
     elif not name.startswith("."):
         tallies["unexpected"].add(name)

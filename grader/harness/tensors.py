@@ -8,6 +8,7 @@ Standard library and torch only: this module runs next to entry code.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -107,32 +108,48 @@ def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu",
     most (ReadLimits).
     """
     lim = limits or ReadLimits()
-    cap = min((b for b in (max_bytes, lim.max_bytes) if b is not None), default=None)
+    if max_bytes is not None and (lim.max_bytes is None or max_bytes < lim.max_bytes):
+        lim = dataclasses.replace(lim, max_bytes=max_bytes)
     with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW)) as f:
-        size = os.fstat(f.fileno()).st_size
-        if cap is not None and size > cap:
-            raise TensorFileError(f"{path.name}: {size} bytes, over the limit of {cap}")
-        if size < 8:
-            raise TensorFileError(f"{path.name}: too short")
-        (n,) = struct.unpack("<Q", f.read(8))
-        if n > lim.max_header or 8 + n > size:
-            raise TensorFileError(f"{path.name}: bad header length {n}")
-        try:
-            header = json.loads(f.read(n), parse_constant=_no_constants)
-            args = json.loads(header.pop("__metadata__")["args"], parse_constant=_no_constants)
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise TensorFileError(f"{path.name}: bad header: {type(exc).__name__}") from None
-        if not isinstance(args, list) or not isinstance(header, dict):
-            raise TensorFileError(f"{path.name}: bad header: arguments are not a list")
-        if len(header) > lim.max_tensors or len(args) > lim.max_tensors:
-            raise TensorFileError(f"{path.name}: {len(header)} tensors and {len(args)} "
-                                  f"arguments, over the limit of {lim.max_tensors}")
-        body = _Body(f, path.name, 8 + n, size - 8 - n, device)
+        header, args, base, length = _header(f, path.name, lim)
+        body = _Body(f, path.name, base, length, device)
         metas = _plan(path.name, header, args, body.length, lim)
         out: list[Any] = []
         for a in args:
             out.append(a["value"] if "value" in a else body.tensor(metas[a["tensor"]]))
         return out
+
+
+def check(path: Path, limits: ReadLimits | None = None) -> None:
+    """Everything `load` checks before it allocates, reading the header alone: a file the
+    host would refuse is known before the judge reads any (evidence.read_out_dir)."""
+    lim = limits or ReadLimits()
+    with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW)) as f:
+        header, args, _, length = _header(f, path.name, lim)
+        _plan(path.name, header, args, length, lim)
+
+
+def _header(f: Any, fname: str, lim: ReadLimits) -> tuple[dict[str, Any], list[Any], int, int]:
+    """The tensor entries, the arguments, and where the body starts and how long it is."""
+    size = os.fstat(f.fileno()).st_size
+    if lim.max_bytes is not None and size > lim.max_bytes:
+        raise TensorFileError(f"{fname}: {size} bytes, over the limit of {lim.max_bytes}")
+    if size < 8:
+        raise TensorFileError(f"{fname}: too short")
+    (n,) = struct.unpack("<Q", f.read(8))
+    if n > lim.max_header or 8 + n > size:
+        raise TensorFileError(f"{fname}: bad header length {n}")
+    try:
+        header = json.loads(f.read(n), parse_constant=_no_constants)
+        args = json.loads(header.pop("__metadata__")["args"], parse_constant=_no_constants)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise TensorFileError(f"{fname}: bad header: {type(exc).__name__}") from None
+    if not isinstance(args, list) or not isinstance(header, dict):
+        raise TensorFileError(f"{fname}: bad header: arguments are not a list")
+    if len(header) > lim.max_tensors or len(args) > lim.max_tensors:
+        raise TensorFileError(f"{fname}: {len(header)} tensors and {len(args)} arguments, "
+                              f"over the limit of {lim.max_tensors}")
+    return header, args, 8 + n, size - 8 - n
 
 
 @dataclass(frozen=True)

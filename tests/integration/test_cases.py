@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.report.model import Report
+from grader.report.render import FORMATS, load_report, write_reports
 from grader.selftest import CaseResult, case_dirs, grade_case
 
 pytestmark = pytest.mark.docker
@@ -30,6 +32,18 @@ def test_case(case: Path, engine, runtime, tmp_path: Path) -> None:  # type: ign
     result = grade_case(engine, case, tmp_path)
     assert result.got == result.expected, _why(result)
     assert result.leftovers == 0  # nothing of this run is left behind
+    _reads_back(result.report, tmp_path)
+
+
+def _reads_back(report: Report, tmp_path: Path) -> None:
+    """Every report a case produces is small, holds no NaN or Infinity, and is read back and
+    rendered in every format (issue 19: one NaN made a report unreadable; 300,000 files made
+    one of 130 MB)."""
+    text = report.model_dump_json()
+    assert len(text) < 2_000_000
+    path = tmp_path / "again" / "report.json"
+    written = write_reports(report, path.parent, list(FORMATS))
+    assert load_report(written["json"]) == report
 
 
 def _why(result: CaseResult) -> str:

@@ -132,3 +132,16 @@ def test_numbers_are_checked_inside_lists_and_maps() -> None:
         with pytest.raises(ValueError):
             ResultFile.model_validate({**ok, **bad})
     assert ReadyFile(ok=True, import_s=3.5).import_s == 3.5
+
+
+def test_an_output_file_the_reader_refuses_is_tampering_once(tmp_path: Path) -> None:
+    size = 1 << 20
+    for i in range(5):
+        names = {f"t{k}": _entry(0, size) for k in range(8)}
+        _raw(names, [{"tensor": n} for n in names], size, tmp_path / f"s.{i}.out")
+    tensors.save(tmp_path / "s.9.out", [torch.ones(3)])
+    out = read_out_dir(tmp_path)
+    assert [(a.tampering, a.text.split(" (")[0]) for a in out.anomalies] == [
+        (True, "5 output file(s) the tensor reader refuses in the output directory")]
+    assert "overlap" in out.anomalies[0].text
+    assert list(out.tensor_files) == [("s.9", "out")]  # the refused are never read
