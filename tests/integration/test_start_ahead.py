@@ -82,8 +82,8 @@ def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, 
     assert st.usable()
     # Imported and waiting: the entry's file not loaded (no ready frame), no input drawn.
     assert _files(st.ent_out) == []
-    assert _files(st.ref_out) == [".entry-in", AT_GATE]
-    assert _files(st.ent_in) == []
+    assert _files(st.ref_out) == [AT_GATE]
+    assert _files(st.ent_in) == [".code"]  # its kernel file alone (jobs.entry_in)
     frames = read_frames(st.ent.stdout())  # the entry's gate is a frame (harness/warden.py)
     assert frames.ready is None
     # On a CPU: no GPU set-up at the standby (tests/gpu has the GPU's).
