@@ -13,6 +13,8 @@ from grader.report.model import Comparison
 
 _NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
           torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",
+          # ROCm's fp8: the same exponent and mantissa bits, so the same tolerance
+          torch.float8_e4m3fnuz: "float8_e4m3fn", torch.float8_e5m2fnuz: "float8_e5m2",
           torch.float64: "float64"}
 
 
@@ -43,14 +45,29 @@ class _Stats:
     worst_rel: float = 0.0
 
 
+def _non_finite(st: _Stats, ce: torch.Tensor, ca: torch.Tensor) -> None:
+    """A chunk holding NaN or Inf on either side. The entry's non-finite values fail, but
+    where the reference holds the same one: a reference's intended `-inf` (a masked logit,
+    issue 20) is matched by the same `-inf`, NaN by NaN. Where the reference holds an infinity
+    and the entry a finite value, they differ; where it holds NaN, any entry value is let be
+    (a reference's own NaN says nothing to compare with). Every non-finite position is then
+    zeroed on both sides, out of the numerical statistics."""
+    fa, fe = torch.isfinite(ca), torch.isfinite(ce)
+    agree = (ca == ce) | (torch.isnan(ca) & torch.isnan(ce))
+    st.nonfinite += int(torch.count_nonzero(~fa & ~agree))
+    st.mismatched += int(torch.count_nonzero(fa & torch.isinf(ce)))
+    keep = fa & fe
+    ca.masked_fill_(~keep, 0.0)
+    ce.masked_fill_(~keep, 0.0)
+
+
 def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float) -> _Stats:
     """One pass over both outputs in chunks of CHUNK elements, in float64 (exact for every
     floating dtype an output may have), reusing the same buffers. The statistics are those of
-    the whole output at once (but for the largest errors where the reference itself holds NaN:
-    its chunks holding one are left out of them). At production shapes an output holds
-    hundreds of millions of elements: whole-output temporaries cost gigabytes, and the CPU's
-    slow kernels (isfinite, counting a mask) are taken only where a cheap reduction says there
-    is something to count."""
+    the whole output at once (non-finite values are judged apart: _non_finite). At production
+    shapes an output holds hundreds of millions of elements: whole-output temporaries cost
+    gigabytes, and the CPU's slow kernels (isfinite, counting a mask) are taken only where a
+    cheap reduction says there is something to count."""
     st = _Stats()
     flat_e, flat_a = e.reshape(-1), a.reshape(-1)
     n = flat_e.numel()
@@ -61,18 +78,19 @@ def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float) -> 
         k = min(CHUNK, n - at)
         ce, ca, d, b = e64[:k], a64[:k], diff[:k], bound[:k]
         ca.copy_(flat_a[at : at + k])
+        ce.copy_(flat_e[at : at + k])
         # x * 0 is 0 for a finite x and NaN for NaN or Inf: a NaN sum means some are not.
-        if math.isnan(float(torch.mul(ca, 0.0, out=d).sum())):
-            st.nonfinite += k - int(torch.count_nonzero(torch.isfinite(ca)))
+        if math.isnan(float(torch.mul(ca, 0.0, out=d).sum())) or math.isnan(
+                float(torch.mul(ce, 0.0, out=d).sum())):
+            _non_finite(st, ce, ca)
         if st.nonfinite:
             continue  # the output fails on that alone; only the count is still wanted
-        ce.copy_(flat_e[at : at + k])
         st.actual_nonzero = st.actual_nonzero or bool(ca.any())
         st.expected_nonzero = st.expected_nonzero or bool(ce.any())
         torch.sub(ca, ce, out=d).abs_()
         torch.abs(ce, out=b).mul_(rtol).add_(atol)
-        # d - b > 0 exactly where d > b (a difference of floats is 0 only when they are equal;
-        # NaN, from a reference's own NaN or Inf, is never > b).
+        # d - b > 0 exactly where d > b (a difference of floats is 0 only when they are
+        # equal; non-finite values were zeroed above).
         if float(torch.sub(d, b, out=ca).nan_to_num_(nan=0.0).max()) > 0:
             st.mismatched += int(torch.count_nonzero(torch.gt(d, b, out=mask[:k])))
         st.worst_abs = max(st.worst_abs, float(d.max()))
@@ -84,8 +102,9 @@ def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float) -> 
 def compare(expected: list[Any], actual: list[Any], problem: Problem) -> Outcome:
     """Every output must match in count, dtype and shape, then numerically within tolerance.
 
-    NaN or Inf in an output never passes, and neither does an all-zero output where the
-    reference is not all zero (an unwritten buffer must not pass a loose tolerance).
+    NaN or Inf in an output never passes where the reference does not hold the same value,
+    and neither does an all-zero output where the reference is not all zero (an unwritten
+    buffer must not pass a loose tolerance).
     """
     if len(expected) != len(actual):
         return _fail(f"kernel() returned {len(actual)} outputs, the reference {len(expected)}")

@@ -35,9 +35,15 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 }
 
 
+# A shape param: a scalar, or a flat list of them (imported sources size tensors with lists:
+# Atrex-Bench's `seq_lens`, KernelBench's `kernel_size = (3, 5)`; issue 20).
+ParamScalar = int | float | bool | str
+ParamValue = ParamScalar | list[ParamScalar]
+
+
 class Shape(Strict):
     id: Ident
-    params: dict[str, int | float | bool | str] = Field(default_factory=dict)
+    params: dict[str, ParamValue] = Field(default_factory=dict)
     phase: Phase
     # Smoke shapes are small enough for the CPU interpreter; CI grades them, scores skip them.
     smoke: bool = False
@@ -106,7 +112,7 @@ class Problem(Strict):
             return ("kernel",)
         return tuple(self.entry_classes or DEFAULT_ENTRY_CLASSES)
 
-    def init_kwargs(self, shape: Shape) -> dict[str, int | float | bool | str]:
+    def init_kwargs(self, shape: Shape) -> dict[str, ParamValue]:
         """module: the constructor's keyword arguments for `shape` (the params it names)."""
         return {k: shape.params[k] for k in self.init_params if k in shape.params}
 

@@ -227,6 +227,10 @@ def _shape_of(case_id: str) -> str:
 
 
 def _as_tuple(out: Any) -> tuple[Any, ...]:
+    if isinstance(out, dict):
+        # Atrex-Bench's references return {name: tensor} (issue 20): by name, so that an
+        # entry's dict in another order still lines up with the reference's.
+        return tuple(out[k] for k in sorted(out, key=str))
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 

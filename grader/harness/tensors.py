@@ -22,6 +22,10 @@ import torch
 DTYPES: dict[str, torch.dtype] = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
     "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
+    # ROCm's fp8 variants (Atrex-Bench quantises to float8_e4m3fnuz; issue 20) and the MX
+    # scale dtype: no safetensors code, so names of our own.
+    "F8_E4M3FNUZ": torch.float8_e4m3fnuz, "F8_E5M2FNUZ": torch.float8_e5m2fnuz,
+    "F8_E8M0": torch.float8_e8m0fnu,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
     "U8": torch.uint8, "BOOL": torch.bool,
 }

@@ -1,10 +1,12 @@
 """`grader import atrex DIR`: Atrex-Bench operator folders as a suite of ours.
 
-DIR holds one folder per operator (or is one): reference.py (`class Model`), input.py
-(`_make_inputs(**input_kwargs)`), shapes.json (a list of shapes), optionally metadata.json and
-roofline.json; DIR may hold operator_importance.json. Every field read, and what is assumed
-when it is missing, is in docs/import.md. Fields this module does not know are kept, by name,
-in the problem's hidden notes, never silently dropped.
+DIR is the benchmark's checkout, its `data/` folder, or one operator's folder. An operator
+folder holds reference.py (`class Model`), input.py (`_make_inputs(**input_kwargs)`, returning
+a dict by forward() argument, a tuple or a tensor), shapes.json (an object keyed by shape id,
+each `{"init_kwargs", "input_kwargs"}`), metadata.json and roofline.json; `data/` holds
+operator_importance.json. Every field read, and what is assumed when it is missing, is in
+docs/import.md; the JSON files' schemas are in atrex_files.py. Fields this module does not know
+are kept, by name, in the problem's hidden notes, never silently dropped.
 """
 
 from __future__ import annotations
@@ -13,10 +15,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from grader.errors import ProblemError, UsageError
 from grader.formats.problem import DEFAULT_TOLERANCES, Weight
+from grader.importers.atrex_files import (
+    IMPORTANCE,
+    AtrexMetadata,
+    AtrexTolerance,
+    Loose,
+    read_importance,
+    read_roofline,
+)
 from grader.importers.common import (
     Param,
     ProblemDraft,
@@ -39,23 +47,13 @@ from grader.scoring.expr import evaluate
 
 SOURCE_FILES = ("reference.py", "input.py", "shapes.json")
 INPUT_FUNCTIONS = ("_make_inputs", "make_inputs")  # the first input.py defines is called
-IMPORTANCE = "operator_importance.json"
 ENTRY_CLASSES = ["Model", "ModelNew"]
 PHASES = ("prefill", "decode")
 
 
-class _Loose(BaseModel):
-    """A foreign file's object: known fields typed, unknown ones kept (and reported)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    def unknown(self) -> list[str]:
-        return sorted((self.model_extra or {}).keys())
-
-
-class AtrexShape(_Loose):
-    init_kwargs: dict[str, Any] = Field(default_factory=dict)
-    input_kwargs: dict[str, Any] = Field(default_factory=dict)
+class AtrexShape(Loose):
+    init_kwargs: dict[str, Any] | None = None
+    input_kwargs: dict[str, Any] | None = None
     name: str | int | None = None
     id: str | int | None = None
     phase: str | None = None
@@ -63,91 +61,105 @@ class AtrexShape(_Loose):
     public: bool | None = None
 
 
-class AtrexTolerance(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    atol: float | None = Field(default=None, ge=0)
-    rtol: float | None = Field(default=None, ge=0)
-
-
-class AtrexMetadata(_Loose):
-    description: str | None = None
-    operator: str | None = None
-    category: str | None = None
-    dtype: str | list[str] | None = None
-    dtypes: list[str] | None = None
-    # one pair for every dtype, or pairs by dtype, or one number for both atol and rtol
-    tolerance: float | AtrexTolerance | dict[str, AtrexTolerance] | None = None
-    atol: float | None = Field(default=None, ge=0)
-    rtol: float | None = Field(default=None, ge=0)
-    flops: str | float | None = None  # an expression of the shape's params, or a number
-    bytes: str | float | None = None
-    phase: str | None = None
-    source: str | None = None
-    provenance: str | None = None
-
-
-class AtrexWork(_Loose):
-    flops: float | None = Field(default=None, ge=0)
-    bytes: float | None = Field(default=None, gt=0)
+# `"phase": "prefill/decode"` (most operators): a shape is decode when its description says
+# so, or when its token count is at most this (a decode step's batch of sequences).
+DECODE_TOKENS = 256
+TOKEN_PARAMS = ("token_count", "num_tokens", "total_tokens", "seq_len", "num_seqs", "m",
+                "batch_size", "rows")
 
 
 def _operator_dirs(root: Path) -> list[Path]:
     if not root.is_dir():
-        raise UsageError(f"{root}: not a folder", hint="pass the Atrex-Bench root folder")
+        raise UsageError(f"{root}: not a folder", hint="pass the Atrex-Bench checkout, its "
+                         "data/ folder or one operator's folder")
     if (root / "reference.py").is_file():
         return [root]  # one operator's folder
-    dirs = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")
-            and any((d / f).exists() for f in SOURCE_FILES)]
+
+    def found(d: Path) -> list[Path]:
+        return [o for o in sorted(d.iterdir()) if o.is_dir() and not o.name.startswith(".")
+                and any((o / f).exists() for f in SOURCE_FILES)]
+
+    dirs = found(root) or (found(root / "data") if (root / "data").is_dir() else [])
     if not dirs:
         raise ProblemError(f"{root}: no operator folder (one with reference.py, input.py and "
-                           "shapes.json)", hint="pass the Atrex-Bench root folder")
+                           "shapes.json)", hint="pass the Atrex-Bench checkout or its data/")
     return dirs
+
+
+def _phase(given: str | None, params: dict[str, Param], description: str
+           ) -> tuple[str, bool]:
+    """A shape's phase, and whether it was guessed (from prefill/decode)."""
+    if given in PHASES:
+        return given, False
+    text = description.lower()
+    for phase in PHASES:
+        if phase in text:
+            return phase, False
+    tokens = next((v for k in TOKEN_PARAMS if isinstance(v := params.get(k), int)), None)
+    if tokens is None and isinstance(shape := params.get("shape"), list) and shape:
+        tokens = shape[0] if isinstance(shape[0], int) else None
+    if tokens is None and isinstance(lens := params.get("seq_lens"), list):
+        tokens = sum(x for x in lens if isinstance(x, int))
+    return ("decode" if tokens is not None and tokens <= DECODE_TOKENS else "prefill"), True
 
 
 def _shapes(op: Path, meta: AtrexMetadata, notes: list[str]
             ) -> tuple[list[ShapeDraft], list[str], list[str]]:
     """The shapes, the constructor's param names and the input generator's."""
-    raw = read_json(op / "shapes.json")
-    if not isinstance(raw, list):
-        raise ProblemError(f"{op / 'shapes.json'}: is a JSON {type(raw).__name__}, expected a "
-                           "list of shapes", hint='e.g. [{"init_kwargs": {}, "input_kwargs": '
-                           '{"n": 4096}}]')
-    if not raw:
-        raise ProblemError(f"{op / 'shapes.json'}: lists no shape")
+    path = op / "shapes.json"
+    raw = read_json(path)
+    if isinstance(raw, dict):  # as shipped: keyed by shape id
+        items: list[tuple[str | None, Any]] = list(raw.items())
+    elif isinstance(raw, list):
+        items = [(None, v) for v in raw]
+    else:
+        raise ProblemError(f"{path}: is a JSON {type(raw).__name__}, expected an object of "
+                           "shapes by id", hint='e.g. {"0": {"init_kwargs": {}, '
+                           '"input_kwargs": {"n": 4096}}}')
+    if not items:
+        raise ProblemError(f"{path}: lists no shape")
     taken: set[str] = set()
     shapes: list[ShapeDraft] = []
     init_names: dict[str, None] = {}
     input_names: dict[str, None] = {}
-    assumed_phase: list[str] = []
-    for i, item in enumerate(raw):
-        where = f"{op / 'shapes.json'}: shape {i}"
+    guessed: list[str] = []
+    for i, (key, item) in enumerate(items):
+        where = f"{path}: shape {key if key is not None else i}"
         s: AtrexShape = validated(AtrexShape, item, where)
-        init = {k: param_value(v, f"{where}: init_kwargs.{k}") for k, v in s.init_kwargs.items()}
+        init = {k: param_value(v, f"{where}: init_kwargs.{k}")
+                for k, v in (s.init_kwargs or {}).items()}
         inputs = {k: param_value(v, f"{where}: input_kwargs.{k}")
-                  for k, v in s.input_kwargs.items()}
+                  for k, v in (s.input_kwargs or {}).items()}
         params: dict[str, Param] = merge_params(init, inputs, where)
         init_names.update(dict.fromkeys(init))
         input_names.update(dict.fromkeys(inputs))
-        label = s.name if s.name is not None else s.id
+        label = key if key is not None else (s.name if s.name is not None else s.id)
         sid = shape_id(str(label) if label is not None else "", taken, f"shape{i}")
-        phase = s.phase or meta.phase
-        if phase not in PHASES:
-            if phase is not None:
-                notes.append(f"shape {sid}: phase {phase!r} is not prefill or decode")
-            assumed_phase.append(sid)
-            phase = "prefill"
-        keys = tuple(dict.fromkeys(str(k) for k in (s.name, s.id, i, sid) if k is not None))
+        info = meta.shapes.get(str(key if key is not None else label), {})
+        text = str(info.get("description", "")) if isinstance(info, dict) else ""
+        phase, guess = _phase(s.phase or (meta.phase if meta.phase in PHASES else None),
+                              params, text)
+        if guess:
+            guessed.append(f"{sid}={phase}")
+        if s.phase is not None and s.phase not in PHASES:
+            notes.append(f"shape {sid}: phase {s.phase!r} is not prefill or decode")
+        keys = tuple(dict.fromkeys(str(k) for k in (key, s.name, s.id, i, sid) if k is not None))
         shapes.append(ShapeDraft(id=sid, params=params, phase=phase,
                                  smoke=bool(s.smoke or s.public), keys=keys))
         if s.unknown():
-            notes.append(f"shapes.json shape {i}: fields not imported: {', '.join(s.unknown())}")
-    if assumed_phase:
-        notes.append(f"phase prefill assumed for shapes {', '.join(assumed_phase)}")
+            notes.append(f"shapes.json shape {sid}: fields not imported: "
+                         f"{', '.join(s.unknown())}")
+    if guessed:
+        notes.append(f"phase guessed (metadata says {meta.phase or 'none'}: decode when the "
+                     f"description says so or at most {DECODE_TOKENS} tokens): "
+                     + ", ".join(guessed))
     return shapes, list(init_names), list(input_names)
 
 
 def _dtypes(meta: AtrexMetadata, where: str, notes: list[str]) -> list[str]:
-    given = meta.dtypes or ([meta.dtype] if isinstance(meta.dtype, str) else meta.dtype)
+    given = meta.dtypes or ([meta.dtype] if isinstance(meta.dtype, str) else meta.dtype) or []
+    # "bf16/fp16": either, by shape; the outputs' dtypes are those compared
+    given = [d for g in [*given, *meta.output_dtypes.values()] for d in g.split("/")]
     if not given:
         notes.append("dtype float32 assumed (metadata names none)")
         return ["float32"]
@@ -191,38 +203,22 @@ def _expression(value: str | float | None, field: str, shapes: list[ShapeDraft],
     return expr
 
 
-def _roofline(op: Path, shapes: list[ShapeDraft], notes: list[str]) -> list[ShapeDraft]:
-    """roofline.json's numbers: a list in the order of shapes.json, or an object by shape
-    name, id or index."""
-    path = op / "roofline.json"
-    if not path.exists():
-        return shapes
-    raw = read_json(path)
-    if isinstance(raw, list):
-        if len(raw) != len(shapes):
-            raise ProblemError(f"{path}: lists {len(raw)} entries for {len(shapes)} shapes",
-                               hint="a list must follow shapes.json; or key entries by name")
-        by_index = dict(enumerate(raw))
-        found = {s.id: by_index[i] for i, s in enumerate(shapes)}
-    elif isinstance(raw, dict):
-        found = {}
-        for s in shapes:
-            key = next((k for k in s.keys if k in raw), None)
-            if key is not None:
-                found[s.id] = raw[key]
-        extra = set(raw) - {k for s in shapes for k in s.keys}
-        if extra:
-            notes.append(f"roofline.json: entries for no shape: {', '.join(sorted(extra))}")
-    else:
-        raise ProblemError(f"{path}: is a JSON {type(raw).__name__}, expected an object by "
-                           "shape or a list")
-    out = []
-    for s in shapes:
-        if s.id in found:
-            w: AtrexWork = validated(AtrexWork, found[s.id], f"{path}: shape {s.id}")
-            s = replace(s, flops=w.flops, bytes=w.bytes)
-        out.append(s)
-    return out
+def _metadata_notes(meta: AtrexMetadata, notes: list[str]) -> None:
+    """What metadata.json says that has no field of ours: kept, hidden, in the notes."""
+    if meta.unknown():
+        notes.append(f"metadata.json: fields not imported: {', '.join(meta.unknown())}")
+    for what, value in (("id", meta.id), ("status", meta.status), ("phase", meta.phase),
+                        ("importance_score", meta.importance_score)):
+        if value is not None:
+            notes.append(f"metadata.json {what}: {value}")
+    for what, dtypes in (("input", meta.input_dtypes), ("output", meta.output_dtypes)):
+        if dtypes:
+            notes.append(f"metadata.json {what} dtypes: "
+                         + ", ".join(f"{k} {v}" for k, v in dtypes.items()))
+    for sid, info in meta.shapes.items():
+        if isinstance(info, dict) and info:
+            notes.append(f"metadata.json shape {sid}: " + "; ".join(
+                f"{k} {v}" for k, v in info.items())[:400])
 
 
 def _operator(op: Path, taken: set[str]) -> ProblemDraft:
@@ -240,12 +236,15 @@ def _operator(op: Path, taken: set[str]) -> ProblemDraft:
     meta = AtrexMetadata()
     if (op / "metadata.json").exists():
         meta = validated(AtrexMetadata, read_json(op / "metadata.json"), str(op / "metadata.json"))
-        if meta.unknown():
-            notes.append(f"metadata.json: fields not imported: {', '.join(meta.unknown())}")
+        _metadata_notes(meta, notes)
     else:
         notes.append("no metadata.json")
     shapes, init_names, input_names = _shapes(op, meta, notes)
-    shapes = _roofline(op, shapes, notes)
+    work = read_roofline(op, shapes, notes)
+    for i, s in enumerate(shapes):
+        if s.id in work:
+            flops, nbytes = work[s.id].numbers()
+            shapes[i] = replace(s, flops=flops, bytes=nbytes)
     dtypes = _dtypes(meta, str(op / "metadata.json"), notes)
     pid = problem_id(op.name, taken)
     if pid != op.name:
@@ -257,6 +256,12 @@ def _operator(op: Path, taken: set[str]) -> ProblemDraft:
         "source_reference.py": ref_bytes,
         "source_input.py": in_bytes,
     }
+    origin = meta.origin
+    upstream = " ".join(x for x in (origin.framework, origin.symbol) if x) if origin else ""
+    provenance = meta.provenance or meta.source or (
+        f"Atrex-Bench {meta.id or op.name}" + (f", from {upstream}" if upstream else "")
+        + (f" ({origin.module})" if origin and origin.module else "")
+        + f", operator folder {op.name}")
     return ProblemDraft(
         id=pid, origin=str(op), operator=(meta.operator or meta.category or op.name)[:80],
         description=meta.description or docstring(model) or f"Atrex-Bench operator {op.name}",
@@ -264,47 +269,24 @@ def _operator(op: Path, taken: set[str]) -> ProblemDraft:
         flops_expr=_expression(meta.flops, "flops", shapes, notes),
         bytes_expr=_expression(meta.bytes, "bytes", shapes, notes),
         shapes=shapes, init_params=init_names, entry_classes=ENTRY_CLASSES, files=files,
-        provenance=meta.provenance or meta.source or f"Atrex-Bench, operator folder {op.name}",
-        notes=[f"imported from Atrex-Bench {op.name}", *notes])
+        provenance=provenance, notes=[f"imported from Atrex-Bench {op.name}", *notes])
 
 
 def _weights(root: Path, problems: list[ProblemDraft], notes: list[str]
              ) -> tuple[list[Weight], str]:
-    """operator_importance.json, in any of the forms docs/import.md lists; none: uniform."""
-    path = root / IMPORTANCE
-    if not path.exists():
+    """operator_importance.json, in any of the forms docs/import.md lists; none: uniform.
+    Weights are kept as the file gives them (un-normalised): scores normalise (scoring)."""
+    found = read_importance(root, notes)
+    if found is None and (root / "data" / IMPORTANCE).exists():
+        root = root / "data"
+        found = read_importance(root, notes)
+    if found is None:
         notes.append(f"no {IMPORTANCE}: every problem weighted 1.0")
         return [Weight(problem=p.id, weight=1.0) for p in problems], (
             "uniform: the source has no operator_importance.json")
-    raw = read_json(path)
-    if isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("operators", "weights"):
-        raw = next(iter(raw.values()))
+    entries, about = found
+    path = root / IMPORTANCE
     by_origin = {Path(p.origin).name: p for p in problems} | {p.id: p for p in problems}
-    entries: list[tuple[str, str | None, Any]] = []  # (operator, shape key or None, weight)
-    if isinstance(raw, list):
-        for i, item in enumerate(raw):
-            if not isinstance(item, dict) or "operator" not in item or "weight" not in item:
-                raise ProblemError(f"{path}: entry {i}: expected an object with operator and "
-                                   "weight (and optionally shape)")
-            shape = item.get("shape")
-            entries.append((str(item["operator"]), None if shape is None else str(shape),
-                            item["weight"]))
-    elif isinstance(raw, dict):
-        for op, value in raw.items():
-            if isinstance(value, dict) and ({"weight", "shapes"} & value.keys()):
-                if "weight" in value:
-                    entries.append((op, None, value["weight"]))
-                shapes = value.get("shapes", {})
-                if not isinstance(shapes, dict):
-                    raise ProblemError(f"{path}: {op}.shapes: expected an object by shape")
-                entries += [(op, str(k), v) for k, v in shapes.items()]
-            elif isinstance(value, dict):
-                entries += [(op, str(k), v) for k, v in value.items()]
-            else:
-                entries.append((op, None, value))
-    else:
-        raise ProblemError(f"{path}: is a JSON {type(raw).__name__}, expected an object by "
-                           "operator or a list")
     weights: dict[tuple[str, str | None], float] = {}
     for op, key, value in entries:
         where = f"{path}: {op}" + (f", shape {key}" if key is not None else "")
@@ -325,7 +307,8 @@ def _weights(root: Path, problems: list[ProblemDraft], notes: list[str]
     if unweighted:
         notes.append(f"{IMPORTANCE} gives no weight to {', '.join(unweighted)}: not scored")
     return [Weight(problem=p, shape=s, weight=w) for (p, s), w in weights.items()], (
-        f"Atrex-Bench {IMPORTANCE}")
+        f"Atrex-Bench {IMPORTANCE}, as given (scores normalise)" + (
+            f"; {about}" if about else ""))
 
 
 def read(root: Path, *, skip_bad: bool = False) -> SuiteDraft:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -22,7 +23,10 @@ from grader.formats._base import describe_validation
 from grader.formats.problem import Problem, Weight
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "import"
-Param = int | float | bool | str
+Scalar = int | float | bool | str
+# A list param is a flat list of scalars (Atrex-Bench's `seq_lens`, KernelBench's
+# `kernel_size = (3, 5)`): tuples arrive as lists, as JSON and TOML have no tuples.
+Param = Scalar | list[Scalar]
 
 # Spellings of dtypes seen in benchmark metadata, to the grader's names.
 DTYPE_ALIASES: dict[str, str] = {
@@ -31,6 +35,10 @@ DTYPE_ALIASES: dict[str, str] = {
     **{a: "bfloat16" for a in ("bfloat16", "bf16")},
     **{a: "float8_e4m3fn" for a in ("float8_e4m3fn", "float8_e4m3", "fp8_e4m3", "e4m3", "fp8")},
     **{a: "float8_e5m2" for a in ("float8_e5m2", "fp8_e5m2", "e5m2")},
+    # ROCm's fp8 (Atrex-Bench quantises to it on AMD GPUs): the same 4-bit exponent and 3-bit
+    # mantissa as float8_e4m3fn, so the same tolerance; the tensor files carry the dtype itself.
+    **{a: "float8_e4m3fn" for a in ("float8_e4m3fnuz", "fp8_e4m3fnuz", "e4m3fnuz")},
+    **{a: "float8_e5m2" for a in ("float8_e5m2fnuz", "fp8_e5m2fnuz", "e5m2fnuz")},
     **{a: a for a in ("int8", "int32", "int64", "bool")},
 }
 
@@ -68,6 +76,11 @@ class ProblemDraft:
     files: dict[str, bytes]  # reference.py and the wrapped sources (extra_files)
     provenance: str
     notes: list[str] = field(default_factory=list)
+    # Smoke shapes (smoke.py): the params that may be scaled down (None: every int or int-list
+    # param), and how the others follow from them (KernelBench: constants computed from
+    # constants, constructor arguments from both); None: they do not depend on each other.
+    scalable: tuple[str, ...] | None = None
+    recompute: Callable[[dict[str, Param]], dict[str, Param]] | None = None
 
     def to_problem(self) -> Problem:
         data: dict[str, Any] = {
@@ -203,9 +216,13 @@ def dtype_name(text: str, where: str) -> str:
 def param_value(value: Any, where: str) -> Param:
     if isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, list | tuple) and all(
+            isinstance(v, bool | int | float | str) for v in value):
+        return list(value)
     raise ProblemError(f"{where}: is {type(value).__name__} {value!r:.60}; shape params must be "
-                       "int, float, bool or str",
-                       hint="a list or tuple argument cannot be a shape param (docs/import.md)")
+                       "int, float, bool, str or a flat list of them",
+                       hint="a nested list, an object or null cannot be a shape param "
+                       "(docs/import.md)")
 
 
 def merge_params(init: dict[str, Param], inputs: dict[str, Param], where: str

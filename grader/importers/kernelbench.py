@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,10 @@ from grader.importers.common import (
     top_function,
 )
 
-FILE_NAME = re.compile(r"(\d+)_(\w+)\.py")
+FILE_NAME = re.compile(r"(\d+)_([\w.-]+)\.py")
+# What an imported problem's image has besides the standard library (images/): a source that
+# imports anything else cannot run there, and is refused with that reason.
+AVAILABLE = {"torch", "triton", "numpy"}
 LEVEL_DIR = re.compile(r"level[_-]?\d+", re.IGNORECASE)
 ENTRY_CLASSES = ["ModelNew", "Model"]
 # KernelBench's own correctness check: torch.allclose(atol=1e-2, rtol=1e-2), every dtype.
@@ -53,19 +57,30 @@ class _NotConstant(Exception):
 
 
 def _constant(node: ast.AST, known: dict[str, Param]) -> Param:
-    """The value of a constant expression over `known` names; _NotConstant otherwise."""
+    """The value of a constant expression over `known` names (a flat tuple or list of them
+    too); _NotConstant otherwise."""
     if isinstance(node, ast.Constant) and isinstance(node.value, bool | int | float | str):
         return node.value
     if isinstance(node, ast.Name) and node.id in known:
         return known[node.id]
+    if isinstance(node, ast.Tuple | ast.List):
+        items = [_constant(e, known) for e in node.elts]
+        if any(isinstance(v, list) for v in items):
+            raise _NotConstant  # nested: no param can hold it
+        return [v for v in items if not isinstance(v, list)]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         v = _constant(node.operand, known)
         if isinstance(v, int | float) and not isinstance(v, bool):
             return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         a, b = _constant(node.left, known), _constant(node.right, known)
-        if isinstance(a, str) or isinstance(b, str) or isinstance(a, bool) or isinstance(
-                b, bool) or (isinstance(node.op, ast.Pow) and abs(b) > MAX_EXPONENT):
+        if isinstance(node.op, ast.Mult) and isinstance(a, list) and isinstance(b, int) \
+                and not isinstance(b, bool) and 0 <= b <= 1024:
+            return a * b  # [1024] * 16: a repeated list
+        if isinstance(node.op, ast.Add) and isinstance(a, list) and isinstance(b, list):
+            return a + b
+        if not (_number(a) and _number(b)) or (
+                isinstance(node.op, ast.Pow) and abs(b) > MAX_EXPONENT):  # type: ignore[arg-type]
             raise _NotConstant
         try:
             result = _BINARY[type(node.op)](a, b)
@@ -76,9 +91,13 @@ def _constant(node: ast.AST, known: dict[str, Param]) -> Param:
     raise _NotConstant
 
 
-def _constants(tree: ast.Module) -> dict[str, Param]:
-    """Module-level `NAME = <constant expression>`, in order (a later one may use earlier)."""
-    known: dict[str, Param] = {}
+def _number(v: Param) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _assignments(tree: ast.Module) -> list[tuple[str, ast.expr]]:
+    """Module-level `NAME = <expression>`, in order."""
+    out: list[tuple[str, ast.expr]] = []
     for stmt in tree.body:
         target: ast.expr | None = None
         value: ast.expr | None = None
@@ -86,17 +105,42 @@ def _constants(tree: ast.Module) -> dict[str, Param]:
             target, value = stmt.targets[0], stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             target, value = stmt.target, stmt.value
-        if not isinstance(target, ast.Name) or value is None:
-            continue
+        if isinstance(target, ast.Name) and value is not None:
+            out.append((target.id, value))
+    return out
+
+
+def _constants(assigned: list[tuple[str, ast.expr]], given: dict[str, Param] | None = None
+               ) -> dict[str, Param]:
+    """The constants, in order (a later one may use earlier ones); `given`: values that
+    replace those of the free ones (a literal, not computed from others), which the others
+    then follow (smoke shapes)."""
+    known: dict[str, Param] = {}
+    for name, value in assigned:
         try:
-            known[target.id] = _constant(value, known)
+            known[name] = _constant(value, known)
+            if given and name in given and not _uses_names(value):
+                known[name] = given[name]
         except _NotConstant:
-            known.pop(target.id, None)  # rebound to something else: no longer a constant
+            known.pop(name, None)  # rebound to something else: no longer a constant
     return known
 
 
-def _init_values(fn: ast.FunctionDef | None, known: dict[str, Param], where: str
-                 ) -> list[Param]:
+def _uses_names(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+
+def _foreign_imports(tree: ast.Module) -> list[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return sorted(n for n in names if n not in AVAILABLE and n not in sys.stdlib_module_names)
+
+
+def _init_exprs(fn: ast.FunctionDef | None, where: str) -> list[ast.expr]:
     if fn is None:
         return []
     returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
@@ -104,14 +148,22 @@ def _init_values(fn: ast.FunctionDef | None, known: dict[str, Param], where: str
     if not isinstance(value, ast.List | ast.Tuple):
         raise ProblemError(f"{where}: get_init_inputs() does not return a list literal",
                            hint="the importer reads it without running it (docs/import.md)")
-    try:
-        return [_constant(e, known) for e in value.elts]
-    except _NotConstant:
-        raise ProblemError(
-            f"{where}: get_init_inputs() returns {ast.unparse(value)[:120]}: only numbers, "
-            "strings and module-level constants can be shape params",
-            hint="a tuple or tensor constructor argument cannot be imported (docs/import.md)"
-        ) from None
+    return list(value.elts)
+
+
+def _init_values(exprs: list[ast.expr], known: dict[str, Param], where: str) -> list[Param]:
+    values = []
+    for e in exprs:
+        try:
+            values.append(_constant(e, known))
+        except _NotConstant:
+            raise ProblemError(
+                f"{where}: get_init_inputs() returns {ast.unparse(e)[:80]!r}, which is not a "
+                "constant: a constructor argument must be a number, a string, a flat tuple or "
+                "list of them, or a module-level constant computed from those",
+                hint="a tensor or an object (a config) cannot be a shape param; give the "
+                "value literally in the file (docs/import.md)") from None
+    return values
 
 
 def _problem(path: Path, root: Path, taken: set[str]) -> ProblemDraft:
@@ -124,11 +176,19 @@ def _problem(path: Path, root: Path, taken: set[str]) -> ProblemDraft:
                            hint="a KernelBench problem defines class Model(nn.Module)")
     if top_function(tree, "get_inputs") is None:
         raise ProblemError(f"{where}: defines no get_inputs()")
+    foreign = _foreign_imports(tree)
+    if foreign:
+        raise ProblemError(f"{where}: imports {', '.join(foreign)}, which the grader's images "
+                           "do not have (they hold torch, triton and numpy)",
+                           hint="a reference runs in a container without network or other "
+                           "packages (docs/import.md)")
     init_fn = top_function(tree, "get_init_inputs")
     if init_fn is None:
         notes.append("no get_init_inputs(): Model() takes no arguments")
-    known = _constants(tree)
-    values = _init_values(init_fn, known, where)
+    assigned = _assignments(tree)
+    known = _constants(assigned)
+    exprs = _init_exprs(init_fn, where)
+    values = _init_values(exprs, known, where)
     names, required, varargs = constructor_args(model)
     if varargs or len(values) > len(names):
         raise ProblemError(f"{where}: get_init_inputs() gives {len(values)} value(s), "
@@ -139,6 +199,14 @@ def _problem(path: Path, root: Path, taken: set[str]) -> ProblemDraft:
                            f"Model.__init__ needs {required}")
     init = dict(zip(names, values, strict=False))
     params = merge_params(init, known, f"{where}: shape")
+
+    def recompute(given: dict[str, Param]) -> dict[str, Param]:
+        # The file's constants again from the scaled free ones, then its constructor
+        # arguments: a param that feeds another (N = 2 * dim) stays consistent.
+        again = _constants(assigned, given)
+        return {**dict(zip(names, _init_values(exprs, again, where), strict=False)), **again}
+
+    free = tuple(n for n, v in assigned if n in known and not _uses_names(v))
     rel = path.relative_to(root) if path != root else Path(path.name)
     level = next((p for p in reversed(rel.parts[:-1]) if LEVEL_DIR.fullmatch(p)), None)
     if level is None and len(rel.parts) > 1:
@@ -160,7 +228,8 @@ def _problem(path: Path, root: Path, taken: set[str]) -> ProblemDraft:
         shapes=[shape],
         init_params=list(init), entry_classes=ENTRY_CLASSES, files=files,
         provenance=f"KernelBench {rel.as_posix()}",
-        notes=[f"imported from KernelBench {rel.as_posix()}", *notes])
+        notes=[f"imported from KernelBench {rel.as_posix()}", *notes],
+        scalable=free, recompute=recompute)
 
 
 def problem_files(root: Path) -> list[Path]:
@@ -189,6 +258,10 @@ def read(root: Path, *, skip_bad: bool = False) -> SuiteDraft:
     problems: list[ProblemDraft] = []
     skipped: list[str] = []
     base = root if root.is_dir() else root.parent
+    if root.is_dir():  # no silent skip: a level folder's other .py files are listed
+        skipped += [f"{p}: not named <n>_<Name>.py, so not read as a problem"
+                    for p in sorted(root.rglob("*.py")) if not FILE_NAME.fullmatch(p.name)
+                    and LEVEL_DIR.fullmatch(p.parent.name)]
     for path in problem_files(root):
         try:
             problems.append(_problem(path, base, taken))

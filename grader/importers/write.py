@@ -10,19 +10,24 @@ trust a reference.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 
 from grader.errors import GraderError, ProblemError, UsageError
 from grader.formats._base import parse_toml
 from grader.formats.problem import Problem, SuiteFile, SuiteInfo, Weights
-from grader.importers.common import ProblemDraft, SuiteDraft
+from grader.importers.common import ProblemDraft, ShapeDraft, SuiteDraft
 from grader.importers.render import problem_toml, suite_toml, weights_toml
+from grader.importers.smoke import with_smoke
 from grader.init_problem import PROBLEM_ID
 from grader.suite import Suite, load_suite
+
+UPSTREAM_RTOL = 0.1  # a source's own roofline numbers beside ours: a difference worth a note
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,44 +59,79 @@ def _check_out(out: Path) -> None:
         raise UsageError(f"-o {out}: {out.parent} is not a folder")
 
 
-def _derive(draft: ProblemDraft, directory: Path, device: str) -> ProblemDraft:
-    """Fill in the shapes' missing FLOPs and bytes by running the reference once each."""
-    from grader.scoring.derive import count, load_reference
+def _count(draft: ProblemDraft, ref: ModuleType, s: ShapeDraft, device: str
+           ) -> tuple[int, int]:
+    from grader.scoring.derive import count
 
-    todo = [s for s in draft.shapes if s.needs_work(draft)]
-    if not todo:
-        return draft
-    ref = load_reference(directory, "module")
+    init = {k: s.params[k] for k in draft.init_params if k in s.params}
+    flops, read, written, _ = count(ref, dict(s.params), init, device=device)
+    return flops, read + written
+
+
+def _derive(draft: ProblemDraft, ref: ModuleType, device: str) -> ProblemDraft:
+    """Fill in the shapes' missing FLOPs and bytes by running the reference once each (a smoke
+    shape, small, on the CPU where `device` cannot run it)."""
     shapes = []
     for s in draft.shapes:
-        if s in todo:
-            init = {k: s.params[k] for k in draft.init_params if k in s.params}
-            try:
-                flops, read, written, _ = count(ref, dict(s.params), init, device=device)
-            except Exception as exc:  # the source's code: say which problem and shape
+        if s.needs_work(draft):
+            # meta first (nothing computed); then the CPU, for references that read values
+            # (.item(), nonzero) which meta cannot give
+            tries = [device, *(["cpu"] if device != "cpu" else [])]
+            failed: list[str] = []
+            for where in tries:
+                try:
+                    flops, nbytes = _count(draft, ref, s, where)
+                    break
+                except Exception as exc:  # the source's code: say which problem and shape
+                    failed.append(f"on {where} failed: {type(exc).__name__}: "
+                                  f"{str(exc)[:300]}")
+            else:
                 raise ProblemError(
-                    f"{draft.origin}: deriving FLOPs and bytes of shape {s.id} on {device} "
-                    f"failed: {type(exc).__name__}: {str(exc)[:300]}",
-                    hint="give the numbers in the source, or try --derive-device cpu") from None
+                    f"{draft.origin}: deriving FLOPs and bytes of shape {s.id} "
+                    + "; ".join(failed), hint="give the numbers in the source") from None
             s = replace(s, flops=s.flops if s.flops is not None or draft.flops_expr else flops,
-                        bytes=s.bytes if s.bytes is not None or draft.bytes_expr
-                        else read + written)
+                        bytes=s.bytes if s.bytes is not None or draft.bytes_expr else nbytes)
         shapes.append(s)
     return replace(draft, shapes=shapes)
 
 
+def _beside_upstream(draft: ProblemDraft, ref: ModuleType, device: str) -> list[str]:
+    """Where the source's own numbers (used as given) differ from our derivation by more
+    than UPSTREAM_RTOL: both, in a note per shape, so that a reader sees the difference."""
+    notes: list[str] = []
+    for s in draft.shapes:
+        if s.flops is None and s.bytes is None:
+            continue
+        try:
+            flops, nbytes = _count(draft, ref, s, device)
+        except Exception as exc:
+            return [*notes, f"upstream roofline numbers not checked: deriving shape {s.id} on "
+                    f"{device} failed ({type(exc).__name__})"]
+        diffs = [f"{what} {given:.6g} (derived {got})"
+                 for what, given, got in (("flops", s.flops, flops), ("bytes", s.bytes, nbytes))
+                 if given is not None and not math.isclose(given, got, rel_tol=UPSTREAM_RTOL)]
+        if diffs:
+            notes.append(f"shape {s.id}: upstream {'; '.join(diffs)}: upstream used")
+    return notes
+
+
 def _write_problem(draft: ProblemDraft, root: Path, device: str, kind: str
                    ) -> tuple[Problem, list[str]]:
+    from grader.scoring.derive import load_reference
+
     directory = root / draft.id
     directory.mkdir()
     for name, data in draft.files.items():
         (directory / name).write_bytes(data)
-    filled = _derive(draft, directory, device)
+    ref = load_reference(directory, "module")
+    draft = replace(draft, notes=[*draft.notes, *_beside_upstream(draft, ref, device)])
+    draft = with_smoke(draft, ref, {s.id for s in draft.shapes})
+    filled = _derive(draft, ref, device)
     derived = [f"{draft.id}/{a.id}" for a, b in zip(draft.shapes, filled.shapes, strict=True)
                if a != b]
     if derived:
         filled = replace(filled, notes=[*filled.notes, "flops/bytes derived (grader roofline "
-                                        f"derive, on {device}) for shapes "
+                                        f"derive, on {device}, else the CPU) for shapes "
                                         + ", ".join(d.split("/", 1)[1] for d in derived)])
     problem = filled.to_problem()
     text = problem_toml(problem, f"Imported by `grader import {kind}` from {draft.origin}.\n"
@@ -108,8 +148,8 @@ def _write_problem(draft: ProblemDraft, root: Path, device: str, kind: str
 def write_suite(draft: SuiteDraft, opts: ImportOptions) -> ImportResult:
     _check_out(opts.out)
     if not draft.problems:
-        raise ProblemError(f"{draft.source}: no problem could be imported",
-                           hint="; ".join(draft.skipped[:3]) or None)
+        raise ProblemError(f"{draft.source}: no problem could be imported" + "".join(
+            f"\n  {r}" for r in draft.skipped[:100]))
     parent = Path(tempfile.mkdtemp(prefix=f".{opts.out.name}.import-", dir=opts.out.parent))
     try:
         staging = parent / opts.out.name
@@ -128,9 +168,9 @@ def write_suite(draft: SuiteDraft, opts: ImportOptions) -> ImportResult:
                 continue
             problems.append(p.id)
             derived += d
-        if not problems:
-            raise ProblemError(f"{draft.source}: no problem could be imported",
-                               hint="; ".join(skipped[:3]))
+        if not problems:  # every reason, one a line: none is left unsaid
+            raise ProblemError(f"{draft.source}: no problem could be imported:\n"
+                               + "\n".join(f"  {r}" for r in skipped[:100]))
         info = SuiteInfo(id=opts.out.name, version=opts.version, problems=problems,
                          description=draft.description, seeds_per_shape=opts.seeds_per_shape,
                          timeout_s=opts.timeout_s)

@@ -9,6 +9,8 @@ each aten op as it is dispatched:
   transcendental counts as one FLOP, like an add: the roofline charges the tensor-core peak,
   and the point is the order of magnitude of the non-matmul work, not its exact cost;
 - an op tagged `reduction` (sum, mean, amax, ...): one FLOP per input element;
+- an op in PER_ELEMENT (softmax, norms, pooling, scans, losses: neither tagged, so they
+  counted nothing: issue 20): its factor per element of its first input;
 - anything else (views, copies, dtype conversions, fills): no FLOPs. A conversion moves data;
   it does no arithmetic that a fused kernel would have to pay for.
 
@@ -41,7 +43,31 @@ from grader.scoring._model import Frozen
 from grader.scoring.roofline import work
 from grader.suite import load_problem
 
-Rule = Literal["flop_counter", "pointwise", "reduction", "free"]
+Rule = Literal["flop_counter", "pointwise", "reduction", "per_element", "free"]
+
+# FLOPs per input element of composite ops that neither FlopCounterMode nor the tags count,
+# by what a fused kernel computes: softmax (max, subtract, exp, sum, divide: 5), a norm
+# (mean, variance: 3; normalise and scale, shift: 3), a pooling window or scan (one op per
+# element read), a loss (its pointwise terms and the reduction). Orders of magnitude, like
+# the pointwise rule: a transcendental counts as one.
+PER_ELEMENT: dict[str, int] = {
+    **dict.fromkeys(("aten._softmax", "aten._log_softmax", "aten._safe_softmax"), 5),
+    **dict.fromkeys(("aten.native_layer_norm", "aten.native_group_norm",
+                     "aten.native_batch_norm", "aten._native_batch_norm_legit",
+                     "aten._native_batch_norm_legit_no_training", "aten._fused_rms_norm"), 6),
+    **dict.fromkeys(("aten.max_pool1d", "aten.max_pool2d_with_indices",
+                     "aten.max_pool3d_with_indices", "aten.avg_pool1d", "aten.avg_pool2d",
+                     "aten.avg_pool3d", "aten.adaptive_avg_pool1d", "aten._adaptive_avg_pool2d",
+                     "aten._adaptive_avg_pool3d", "aten.adaptive_max_pool2d",
+                     "aten.adaptive_max_pool3d", "aten.cumsum", "aten.cumprod",
+                     "aten.logcumsumexp", "aten._cummax_helper", "aten._cummin_helper"), 1),
+    **dict.fromkeys(("aten.mse_loss", "aten.l1_loss", "aten.smooth_l1_loss",
+                     "aten.huber_loss", "aten.binary_cross_entropy",
+                     "aten.binary_cross_entropy_with_logits", "aten.soft_margin_loss",
+                     "aten.kl_div", "aten.nll_loss_forward", "aten.nll_loss2d_forward",
+                     "aten.cosine_embedding_loss", "aten.margin_ranking_loss",
+                     "aten.hinge_embedding_loss", "aten.triplet_margin_loss"), 3),
+}
 
 DEFAULT_RTOL = 0.01  # check(): relative agreement asked of the expressions
 
@@ -75,6 +101,8 @@ class CheckRow(Frozen):
 def _rule(func: Any) -> Rule:
     if func._overloadpacket in flop_registry:
         return "flop_counter"
+    if str(func._overloadpacket) in PER_ELEMENT:
+        return "per_element"
     tags = getattr(func, "tags", ())
     if torch.Tag.pointwise in tags:
         return "pointwise"
@@ -107,9 +135,11 @@ class _OpRecorder(TorchDispatchMode):
         if rule == "pointwise":
             outs = _tensors(out)
             flops = outs[0].numel() if outs else 0
-        elif rule == "reduction":
+        elif rule in ("reduction", "per_element"):
             ins = _tensors(args)
             flops = ins[0].numel() if ins else 0
+            if rule == "per_element":
+                flops *= PER_ELEMENT[str(func._overloadpacket)]
         entry = self.counts.setdefault(str(func._overloadpacket),
                                        {"calls": 0, "flops": 0, "rule": rule})
         entry["calls"] += 1

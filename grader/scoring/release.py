@@ -46,6 +46,8 @@ def _toml_value(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return _toml_str(str(value))
 
 
@@ -223,9 +225,10 @@ def hidden_values(suite: Suite) -> tuple[set[str], set[float]]:
                 strings |= {x, "".join(x.split())}
         public_strings |= set(p.dtypes)
         for s in p.shapes:
-            values = {float(v) for v in s.params.values()
-                      if isinstance(v, int | float) and not isinstance(v, bool)}
-            texts = {v for v in s.params.values() if isinstance(v, str)}
+            flat = [x for v in s.params.values() for x in (v if isinstance(v, list) else [v])]
+            values = {float(v) for v in flat if isinstance(v, int | float)
+                      and not isinstance(v, bool)}
+            texts = {v for v in flat if isinstance(v, str)}
             numbers |= set(work(p, s))
             if s.smoke:
                 public |= values

@@ -97,3 +97,34 @@ def test_empty_and_mismatched_structure() -> None:
     assert "returned 2 outputs" in cmp.compare([e], [a, a], SOFTMAX).detail
     assert "dtype" in cmp.compare([e], [a.float()], SOFTMAX).detail
     assert "shape" in cmp.compare([e], [a.reshape(2, 5)], SOFTMAX).detail
+
+
+def test_a_references_masked_infinities_match_the_same_infinities(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 20: a top-k filter's reference writes -inf where it masks; an entry that writes
+    the same -inf there is correct, and one that writes anything else is not."""
+    monkeypatch.setattr(cmp, "CHUNK", 1000)
+    logits = torch.randn(4, 2500)
+    threshold = torch.topk(logits, 50, dim=-1).values[..., -1:]
+    e = logits.masked_fill(logits < threshold, float("-inf"))
+    same = e.clone()
+    same[e.isfinite()] += 1e-6
+    out = cmp.compare([e], [same], SOFTMAX)
+    assert out.ok, out.detail
+    assert out.comparison.max_abs_err < 1e-5  # the infinities are out of the statistics
+    zeroed = e.clone()
+    zeroed[0, e[0].isinf()] = 0.0  # a finite value where the reference masked
+    out = cmp.compare([e], [zeroed], SOFTMAX)
+    assert not out.ok and f"{int(e[0].isinf().sum())} of" in out.detail
+    flipped = e.clone()
+    flipped[1, e[1].isinf()] = float("inf")  # the wrong infinity
+    out = cmp.compare([e], [flipped], SOFTMAX)
+    assert not out.ok and out.detail == f"output 0: {int(e[1].isinf().sum())} NaN or Inf values"
+
+
+def test_rocm_fp8_outputs_compare_with_the_fp8_tolerance() -> None:
+    quant = load_suite(PROBLEM_BUNDLES / "llm-inference").problems["fp8_per_token_quant"].problem
+    x = torch.linspace(-200, 200, 3000).to(torch.float8_e4m3fnuz)
+    assert cmp.compare([x], [x.clone()], quant).ok
+    out = cmp.compare([x], [(x.float() * 2).to(torch.float8_e4m3fnuz)], quant)
+    assert not out.ok and out.comparison.rtol == quant.tolerance_for("float8_e4m3fn").rtol
