@@ -103,8 +103,8 @@ for step in "${steps[@]}"; do
                    left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
                    if [ "$left" -lt 30 ]; then echo "$step: skipped, ${left} s left"; continue; fi
                    timeout "$left" python3 -m pytest -q -p no:cacheprovider --run-docker \
-                     --run-gpu tests/gpu "${sel[@]}" 2>&1 | tail -n 15 \
-                     | tee "$OUT/pytest-gpu.txt" ;;
+                     --run-gpu tests/gpu "${sel[@]}" >"$OUT/pytest-gpu.txt" 2>&1
+                   tail -n 15 "$OUT/pytest-gpu.txt" ;;
     suite:*) IFS=: read -r _ dir only name <<<"$step"
              name=${name:-$(basename "$dir")${only:+-${only//,/-}}}
              opts=(); IFS=, read -ra ps <<<"$only"
