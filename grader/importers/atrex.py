@@ -44,6 +44,7 @@ from grader.importers.common import (
     validated,
 )
 from grader.scoring.expr import evaluate
+from grader.scoring.roofline import DTYPE_PEAK
 
 SOURCE_FILES = ("reference.py", "input.py", "shapes.json")
 INPUT_FUNCTIONS = ("_make_inputs", "make_inputs")  # the first input.py defines is called
@@ -163,7 +164,14 @@ def _dtypes(meta: AtrexMetadata, where: str, notes: list[str]) -> list[str]:
     if not given:
         notes.append("dtype float32 assumed (metadata names none)")
         return ["float32"]
-    return list(dict.fromkeys(dtype_name(d, f"{where}: dtype") for d in given))
+    dtypes = list(dict.fromkeys(dtype_name(d, f"{where}: dtype") for d in given))
+    if not any(d in DTYPE_PEAK for d in dtypes):
+        # integer routing ops (moe_align_block_size): a roofline charges FLOPs to a compute
+        # dtype; theirs are ~0, so the most conservative peak, fp32, is charged
+        notes.append(f"dtypes {', '.join(dtypes)} have no compute dtype: float32 added for the "
+                     "roofline's peak")
+        dtypes.append("float32")
+    return dtypes
 
 
 def _tolerance(meta: AtrexMetadata, dtypes: list[str], where: str

@@ -62,3 +62,34 @@ def test_imported_suites_grade_class_entries(engine, runtime, tmp_path: Path) ->
     relu = next(p for p in rep["problems"] if p["id"] == "relu")["shapes"][0]
     assert "aten.relu" in relu["trace"]["torch_ops"]
     assert {f["rule"] for f in relu["findings"]} >= {"DY001"}
+
+
+def test_atrex_as_shipped_graded_with_its_references(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Atrex-Bench's real schemas (tests/fixtures/import/atrex_real): inputs made for
+    device='cuda', dict inputs and outputs, a ROCm fp8 output, a reference's masked -inf; each
+    operator graded on its derived smoke shape with the reference itself as the entry: exact,
+    and done by PyTorch, so `fallback` (issue 20: infra_error, incorrect or passed before)."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    res = _grader("import", "atrex", str(FIXTURES / "atrex_real"), "-o",
+                  str(suites / "atrex-real"))
+    assert res.returncode == 0, res.stderr
+    entry = tmp_path / "entry"
+    (entry / "kernels").mkdir(parents=True)
+    lines = ['[submission]\nname = "references"\nsuite = "atrex-real"\ndsl = "triton"']
+    for op in ("fp8_quant_fnuz", "fused_add_rms_norm", "topk_filter"):
+        (entry / "kernels" / f"{op}.py").write_bytes(
+            (suites / "atrex-real" / op / "source_reference.py").read_bytes())
+        lines.append(f'[problems.{op}]\nfile = "kernels/{op}.py"')
+    (entry / "submission.toml").write_text("\n\n".join(lines) + "\n")
+    create_bundle(entry, tmp_path / "refs.tar")
+    res = _grader("run", str(tmp_path / "refs.tar"), "--suites", str(suites),
+                  "-o", str(tmp_path / "out"), "--format", "json",
+                  "--fail-on", "infra_error,incorrect,missing")
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert _verdicts(tmp_path / "out") == {"fp8_quant_fnuz": ["fallback"],
+                                          "fused_add_rms_norm": ["fallback"],
+                                          "topk_filter": ["fallback"]}
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    topk = next(p for p in rep["problems"] if p["id"] == "topk_filter")["shapes"][0]
+    assert topk["comparisons"][0]["mismatched"] == 0  # its -inf matched, not skipped

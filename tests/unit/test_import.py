@@ -370,3 +370,116 @@ def test_cli_errors_have_exit_codes_and_no_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
     res = _grader("import", "atrex", str(tmp_path / "none"), "-o", str(tmp_path / "out"))
     assert res.returncode == UsageError.exit_code and "Traceback" not in res.stderr
+
+
+# -- Atrex-Bench as shipped (tests/fixtures/import/atrex_real: its schemas, our operators) ----
+ATREX_REAL = FIXTURES / "atrex_real"
+
+
+@pytest.fixture(scope="module")
+def real_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    return imported("atrex", ATREX_REAL, tmp_path_factory.mktemp("r") / "atrex-real")
+
+
+def test_real_layout_shapes_phases_and_metadata(real_suite: Suite) -> None:
+    assert list(real_suite.problems) == ["fp8_quant_fnuz", "fused_add_rms_norm", "topk_filter"]
+    p = real_suite.problems["fused_add_rms_norm"].problem
+    assert p.init_params == ["eps"] and p.dtypes == ["bfloat16"]
+    smoke, *scored = p.shapes
+    assert smoke.smoke and [s.id for s in scored] == ["0", "1"]
+    # "prefill/decode": the description, else the token count, decides (and is noted)
+    assert [s.phase for s in scored] == ["prefill", "decode"]
+    assert "phase guessed" in p.hidden.notes and "0=prefill, 1=decode" in p.hidden.notes
+    assert p.hidden.provenance.startswith("Atrex-Bench atrex_900, from vllm fused_add_rms_norm")
+    assert "production_performance" in p.hidden.notes and "call_count 12" in p.hidden.notes
+    fnuz = real_suite.problems["fp8_quant_fnuz"].problem
+    assert fnuz.dtypes == ["float8_e4m3fn", "float32"] and fnuz.init_params == []
+    assert fnuz.shapes[1].params == {"shape": [608, 2048]}  # a list param, as shipped
+    assert real_suite.problems["topk_filter"].problem.shapes[1].phase == "decode"
+
+
+def test_real_roofline_used_as_given_and_derivation_beside_it(real_suite: Suite) -> None:
+    p = real_suite.problems["fused_add_rms_norm"].problem
+    s0 = p.shapes[1]
+    assert (s0.flops, s0.bytes) == (10487808, 8390656 + 8388608)  # W; Q read + Q write
+    fnuz = real_suite.problems["fp8_quant_fnuz"].problem
+    assert fnuz.shapes[2].flops is not None  # upstream null: derived
+    notes = p.hidden.notes + fnuz.hidden.notes
+    assert "SOL_time_ms for H20, XPU-A not imported" in notes
+    assert "upstream used" in notes  # where our derivation differs by more than 10 %
+
+
+def test_real_importance_kept_unnormalised(real_suite: Suite) -> None:
+    w = {(x.problem, x.shape): x.weight for x in real_suite.weights.weights}
+    assert w == {("fused_add_rms_norm", None): 0.04, ("topk_filter", None): 0.035,
+                 ("fp8_quant_fnuz", None): 0.01}
+    assert "num_profiles 1234" in real_suite.weights.source
+
+
+def test_real_smoke_shapes_are_scaled_down_and_run_on_cpu(real_suite: Suite) -> None:
+    fnuz = real_suite.problems["fp8_quant_fnuz"].problem
+    smoke = fnuz.shapes[0]
+    assert smoke.smoke and smoke.params == {"shape": [152, 512]}  # [608, 2048] halved twice
+    topk = real_suite.problems["topk_filter"].problem
+    assert topk.shapes[0].params["top_k"] == 50  # the same in every shape: structure, kept
+    assert "smoke shape from shape 0" in topk.hidden.notes
+    for bundle in real_suite.problems.values():
+        p = bundle.problem
+        ref = load_reference(bundle.directory, "module")
+        shape = p.shapes[0]
+        inputs = ref.make_inputs(1, "cpu", **shape.params)  # device='cuda' in the source
+        assert all(x.device.type == "cpu" for x in inputs)
+        out = as_function(build_module(ref.Model, p.init_kwargs(shape), 1, "cpu"))(*inputs)
+        assert isinstance(out, dict | tuple | torch.Tensor)
+
+
+def test_dict_inputs_follow_forward_order(real_suite: Suite) -> None:
+    bundle = real_suite.problems["fused_add_rms_norm"]
+    ref = load_reference(bundle.directory, "module")
+    x, residual, weight = ref.make_inputs(2, "cpu", token_count=3, hidden_size=8)
+    assert x.shape == residual.shape == (3, 8) and weight.shape == (8,)
+    assert x.dtype == torch.bfloat16
+    assert ref._in_order({"weight": 1, "x": 2, "residual": 3}) == (2, 3, 1)
+    with pytest.raises(TypeError, match=r"not arguments of Model\.forward"):
+        ref._in_order({"bias": 1})
+
+
+def test_kernelbench_tuples_lists_and_formulas(tmp_path: Path) -> None:
+    """Tuple and list constructor arguments are params; a constant computed from others stays
+    consistent when the smoke shape scales the free ones; a hyphenated file name imports."""
+    src = tmp_path / "src" / "level3"
+    src.mkdir(parents=True)
+    (src / "7_Conv-Net_bs8.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+        "    def __init__(self, channels, kernel_size, widths):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(channels, widths[0], kernel_size)\n\n"
+        "    def forward(self, x):\n        return torch.softmax(self.conv(x), dim=1)\n\n"
+        "batch_size = 64\nchannels = 16\nheight = 512\nwidth = height * 2\n"
+        "kernel_size = (3, 5)\nwidths = [32] * 2\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, channels, height, width)]\n\n"
+        "def get_init_inputs():\n    return [channels, kernel_size, widths]\n")
+    suite = imported("kernelbench", tmp_path / "src", tmp_path / "kb")
+    p = suite.problems["level3_7_conv_net_bs8"].problem
+    smoke, default = p.shapes
+    assert default.params["kernel_size"] == [3, 5] and default.params["widths"] == [32, 32]
+    assert smoke.smoke and smoke.params["width"] == 2 * smoke.params["height"]  # N = 2 * dim
+    assert smoke.params["height"] < 512 and smoke.params["kernel_size"] == [3, 5]
+    assert default.flops and default.flops > 2 * 64 * 16 * 510 * 1020 * 15 * 32  # + softmax
+    rows = check(suite.problems["level3_7_conv_net_bs8"].directory, device="meta")
+    assert all(r.ok for r in rows), rows
+
+
+def test_no_problem_imported_lists_every_reason(tmp_path: Path) -> None:
+    src = tmp_path / "src" / "level4"
+    src.mkdir(parents=True)
+    for i in (1, 2):
+        (src / f"{i}_gpt-{i}_bs1.py").write_text(
+            "from transformers import AutoModelForCausalLM\nclass Model: pass\n"
+            "def get_inputs(): return []\n")
+    (src / "notes.py").write_text("x = 1\n")
+    with pytest.raises(ProblemError) as err:
+        imported("kernelbench", tmp_path / "src", tmp_path / "out", skip_bad=True)
+    msg = err.value.message
+    assert "1_gpt-1_bs1.py: imports transformers" in msg and "2_gpt-2_bs1.py" in msg
+    assert "notes.py: not named <n>_<Name>.py" in msg
