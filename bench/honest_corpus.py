@@ -1,12 +1,14 @@
-"""Grade the corpus of honest public Triton code (tests/cases/honest_public*/, issue 17 "And no
-false alarms on honest code") on this host and print one row per case and problem: the verdict
-and every static or dynamic finding that is not `info`. Each case is an upstream kernel from
-Liger-Kernel, Triton's tutorials or vLLM behind a thin `kernel()` adapter
-(tests/cases/honest_public/NOTICE.md); every one must be `passed`.
+"""Grade the corpus of honest public Triton code (issue 17 "And no false alarms on honest code")
+on this host and print one row per case and problem: the verdict and every static or dynamic
+finding that is not `info`. Each case is an upstream kernel from Liger-Kernel, Triton's
+tutorials or vLLM behind a thin `kernel()` adapter; every one must be `passed`. The upstream
+code is never committed: bench/honest_corpus_assemble.py builds the case folders from local
+copies into build/honest_public/ (tests/cases/honest_public_src/NOTICE.md), which this grades.
 
     python bench/honest_corpus.py                           # CPU: the cases the interpreter runs
     python bench/honest_corpus.py --device cuda             # GPU 0, host runtime: all cases
     python bench/honest_corpus.py --device cuda --runtime cuda liger_rms_norm
+    python bench/honest_corpus.py --corpus DIR              # an assembly elsewhere
 
 Exits 1 when any graded problem is not `passed` (a case's `xfail` reason, if it has one, is
 shown beside it: a known open false alarm), 0 otherwise. Results: docs/security.md.
@@ -31,7 +33,7 @@ from grader.detect.findings import Finding, Severity  # noqa: E402
 from grader.report.model import ProblemResult  # noqa: E402
 from grader.verdicts import Verdict  # noqa: E402
 
-CASES = REPO / "tests" / "cases"
+CORPUS = REPO / "build" / "honest_public"  # where bench/honest_corpus_assemble.py writes
 CPU_GROUP = "honest_public"  # cases the CPU interpreter can run
 GPU_GROUP = "honest_public_gpu"  # cases that only a GPU runs (docs/architecture.md, limits)
 
@@ -53,11 +55,12 @@ def groups_for(device: str) -> tuple[str, ...]:
     return (CPU_GROUP, GPU_GROUP) if device == "cuda" else (CPU_GROUP,)
 
 
-def discover(groups: Iterable[str], names: Sequence[str] = ()) -> list[Path]:
-    """The case folders of these groups (those with a case.toml), sorted; only those named
-    when names are given (a folder name, or a path to a case folder). An unknown name is an
-    error, not a silently shorter table."""
-    found = sorted(p for g in groups if (CASES / g).is_dir() for p in (CASES / g).iterdir()
+def discover(groups: Iterable[str], names: Sequence[str] = (),
+             root: Path = CORPUS) -> list[Path]:
+    """The case folders of these groups under root (those with a case.toml), sorted; only
+    those named when names are given (a folder name, or a path to a case folder). An unknown
+    name is an error, not a silently shorter table."""
+    found = sorted(p for g in groups if (root / g).is_dir() for p in (root / g).iterdir()
                    if (p / "case.toml").is_file())
     if not names:
         return found
@@ -144,13 +147,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="default: cpu for --device cpu, host for --device cuda")
     ap.add_argument("--python", default=None,
                     help="interpreter in the container (default: this one, for --runtime host)")
+    ap.add_argument("--corpus", type=Path, default=CORPUS,
+                    help="the assembled corpus (default: build/honest_public)")
     args = ap.parse_args(argv)
+    if not (args.corpus / CPU_GROUP).is_dir():
+        print(f"error: no assembled corpus in {args.corpus}: run bench/honest_corpus_assemble.py "
+              "with local copies of the upstream repositories first", file=sys.stderr)
+        return 2
     runtime = args.runtime or ("host" if args.device == "cuda" else "cpu")
     python = args.python or (sys.executable if runtime == "host" else None)
     # Named cases may come from either group: a GPU case asked for on the CPU is graded
     # (and shows what the interpreter does with it).
     groups = (CPU_GROUP, GPU_GROUP) if args.cases else groups_for(args.device)
-    rows = grade(discover(groups, args.cases), args.device, runtime, python)
+    rows = grade(discover(groups, args.cases, args.corpus), args.device, runtime, python)
     print(render(rows))
     return 0 if rows and all(r.ok for r in rows) else 1
 

@@ -7,20 +7,29 @@ from pathlib import Path
 
 import pytest
 
+from grader.paths import REPO
 from grader.report.model import Report
 from grader.report.render import FORMATS, load_report, write_reports
 from grader.selftest import CaseResult, case_dirs, grade_case
 
 pytestmark = pytest.mark.docker
-# honest_public: public Triton code that must be `passed`; its GPU-only cases
-# (honest_public_gpu) run in tests/gpu/test_honest_public.py.
-GROUPS = ("grading", "fallback", "hostile", "honest_public")
+GROUPS = ("grading", "fallback", "hostile")
+# honest_public: public Triton code that must be `passed`. Its upstream code is never committed:
+# bench/honest_corpus_assemble.py writes the case folders here from local copies of the
+# upstream repositories (tests/cases/honest_public_src/NOTICE.md); CI has none, so the group is
+# skipped there. Its GPU-only cases (honest_public_gpu) run in tests/gpu/test_honest_public.py.
+HONEST = REPO / "build" / "honest_public" / "honest_public"
 
 
 def _cases() -> list[object]:
     """Every case folder; one whose case.toml says `xfail = "why"` is a known, open hole."""
     out: list[object] = []
-    for p in case_dirs(GROUPS):
+    honest = sorted(p for p in HONEST.iterdir() if (p / "case.toml").is_file()) \
+        if HONEST.is_dir() else []
+    if not honest:
+        out.append(pytest.param(None, id="honest_public", marks=pytest.mark.skip(
+            reason=f"no assembled honest corpus in {HONEST} (bench/honest_corpus_assemble.py)")))
+    for p in [*case_dirs(GROUPS), *honest]:
         why = tomllib.loads((p / "case.toml").read_text()).get("xfail")
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
         out.append(pytest.param(p, marks=marks, id=f"{p.parent.name}/{p.name}"))

@@ -1,0 +1,4 @@
+def kernel(x):
+    # Liger's softmax computes in its input's dtype and writes that dtype; the problem's logits
+    # are bf16 and its probabilities fp32, so the rows go in as fp32.
+    return LigerSoftmaxFunction.apply(x.float())
