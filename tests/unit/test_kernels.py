@@ -111,7 +111,9 @@ def test_triton_launch_record_never_makes_a_kernel_own() -> None:
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("Memcpy HtoD (Pinned -> Device)", KernelKind.COPY),
+        # Data to or from the host inside a call counts against the share (issue 17).
+        ("Memcpy HtoD (Pinned -> Device)", KernelKind.HOST_COPY),
+        ("Memcpy DtoD (Device -> Device)", KernelKind.COPY),
         (
             "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32>(int)",
             "vendor",

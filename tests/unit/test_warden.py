@@ -123,10 +123,14 @@ def test_frames_round_trip_and_garbage_is_flagged() -> None:
 
 
 def test_files_beside_the_channel_are_tampering(tmp_path: Path) -> None:
-    (tmp_path / "a.0.out").write_bytes(b"abc")
-    (tmp_path / "a.1.out").write_bytes(b"xyz")
+    import torch
+
+    from grader.harness import tensors
+
+    tensors.save(tmp_path / "a.0.out", (torch.zeros(3),))
+    tensors.save(tmp_path / "a.1.out", (torch.ones(3),))  # not what the harness sent
     (tmp_path / "ready.json").write_text('{"ok": true}')
-    good = hashlib.sha256(b"abc").hexdigest()
+    good = hashlib.sha256((tmp_path / "a.0.out").read_bytes()).hexdigest()
     stdout = (encode_frame(READY, {"data": {"ok": True}})
               + encode_frame(RESULT, {"data": {"cases": {}}, "outputs": {
                   "a.0.out": good, "a.1.out": good, "a.2.out": good}}))
