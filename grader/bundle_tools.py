@@ -15,10 +15,21 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.detect.findings import Finding, Severity
-from grader.errors import FindingsGate, GraderError, UsageError
+from grader.errors import (
+    FindingsGate,
+    GraderError,
+    KernelSourceError,
+    ManifestError,
+    UsageError,
+)
 from grader.intake import MANIFEST, IntakeLimits, Submission, open_bundle
+from grader.kernel_check import kernel_problem
+
+if TYPE_CHECKING:
+    from grader.suite import Suite
 
 # Findings of these severities decide a verdict other than `passed` (see docs/detection.md).
 BLOCKING: frozenset[Severity] = frozenset(
@@ -75,8 +86,10 @@ def create_bundle(directory: Path, output: Path) -> Submission:
             for k in kernels:
                 _add(tar, f"kernels/{k.name}", k.read_bytes())
         with tempfile.TemporaryDirectory() as work:
-            sub = open_bundle(tmp, Path(work) / "check")
+            # Errors name the folder the participant packed, never our temp file (issue 23).
+            sub = open_bundle(tmp, Path(work) / "check", shown_as=directory)
         tmp.replace(output)
+        output.chmod(0o644)  # mkstemp's 0600 would keep a CI upload step from reading it
         return sub
     finally:
         tmp.unlink(missing_ok=True)
@@ -113,6 +126,9 @@ class BundleCheck:
     suite_found: bool = False
     missing: list[str] = field(default_factory=list)  # suite problems without a kernel
     ignored: list[str] = field(default_factory=list)  # kernels for problems not in the suite
+    # Kernel files the harness could not import or find the entry point in (kernel_check).
+    kernel_errors: list[str] = field(default_factory=list)
+    suite_problems: list[str] = field(default_factory=list)  # when the suite was found
 
     @property
     def blocking(self) -> list[tuple[str, Finding]]:
@@ -147,25 +163,43 @@ def check_bundle(bundle: Path, policy_name: str,
         shutil.rmtree(tmp, ignore_errors=True)
     named = {e.file for e in entries.values()} | {MANIFEST}
     info = sub.manifest.submission
-    found, missing, ignored = _coverage(info.suite, list(entries), suite_roots)
+    suite = _find(info.suite, suite_roots)
+    found, missing, ignored = _coverage(suite, list(entries))
+    errors = [err for pid, src in sources.items()
+              if (err := kernel_problem(src, entries[pid].file, _entry_names(suite, pid)))]
     return BundleCheck(
         bundle=bundle, name=info.name, suite=info.suite, dsl=info.dsl,
         compressed_bytes=bundle.stat().st_size, members=len(files),
         unpacked_bytes=sum(files.values()), largest_member=max(files.values(), default=0),
         limits=limits, kernels=kernels, findings=findings,
         unused_files=sorted(set(files) - named), suite_found=found, missing=missing,
-        ignored=ignored)
+        ignored=ignored, kernel_errors=errors,
+        suite_problems=list(suite.problems) if suite else [])
 
 
-def _coverage(suite_name: str, problems: list[str],
-              roots: list[Path] | None) -> tuple[bool, list[str], list[str]]:
+def _find(suite_name: str, roots: list[Path] | None) -> Suite | None:
     from grader.suite import find_suite
 
     if roots is None:
-        return False, [], []
+        return None
     try:
-        suite = find_suite(suite_name, roots)
+        return find_suite(suite_name, roots)
     except GraderError:  # participants may not have the suite; coverage is a courtesy
+        return None
+
+
+def _entry_names(suite: Suite | None, problem: str) -> tuple[str, ...]:
+    """What the harness looks up in `problem`'s kernel; without the suite, any entry point
+    the grader knows (a function problem's kernel(), a module problem's default classes)."""
+    if suite is not None and problem in suite.problems:
+        return suite.problems[problem].problem.entry_names()
+    from grader.formats.problem import DEFAULT_ENTRY_CLASSES
+
+    return ("kernel", *DEFAULT_ENTRY_CLASSES)
+
+
+def _coverage(suite: Suite | None, problems: list[str]) -> tuple[bool, list[str], list[str]]:
+    if suite is None:
         return False, [], []
     return (True, [p for p in suite.problems if p not in problems],
             sorted(set(problems) - set(suite.problems)))
@@ -195,11 +229,13 @@ def render_check(c: BundleCheck) -> list[str]:
             out.append(f"suite {c.suite}: no kernel for {', '.join(c.missing)} (graded "
                        "`missing`)")
         if c.ignored:
-            out.append(f"suite {c.suite}: not in the suite, ignored: {', '.join(c.ignored)}")
+            out.append(f"suite {c.suite}: has no problem {', '.join(c.ignored)} (choose among "
+                       f"{', '.join(c.suite_problems)})")
         if not c.missing and not c.ignored:
             out.append(f"suite {c.suite}: every problem has a kernel")
     else:
         out.append(f"suite {c.suite}: not found here; problem coverage not checked")
+    out += [f"error: {e}" for e in c.kernel_errors]
     total = 0
     for fname, items in c.findings.items():
         for f in items:
@@ -211,7 +247,22 @@ def render_check(c: BundleCheck) -> list[str]:
 
 
 def gate(c: BundleCheck) -> None:
-    """Raise FindingsGate when a blocking static finding exists."""
+    """Raise what `grader run` would otherwise only show as verdicts: a kernel file that
+    cannot be imported (KernelSourceError), a problem the suite lacks (ManifestError), a
+    blocking static finding (FindingsGate)."""
+    if c.kernel_errors:
+        more = f" (and {len(c.kernel_errors) - 1} more above)" if len(c.kernel_errors) > 1 else ""
+        raise KernelSourceError(
+            f"{c.bundle}: {c.kernel_errors[0]}{more}; the grader would grade it compile_error",
+            hint="fix the file (python -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "
+            "FILE shows a syntax error) and define the entry point the problem's spec names "
+            "(kernel(...) for a function problem)")
+    if c.ignored:
+        raise ManifestError(
+            f"{c.bundle}:{MANIFEST}: problem(s) {', '.join(c.ignored)} not in suite {c.suite}; "
+            "the grader would ignore those kernels",
+            hint="rename the [problems.ID] tables to the suite's problem ids (the suite's "
+            "README.md lists them), or set [submission].suite to the right suite")
     if not c.blocking:
         return
     fname, first = c.blocking[0]

@@ -68,10 +68,24 @@ class ManifestError(BundleError):
     exit_code = 15
 
 
+class KernelSourceError(GraderError):
+    """`grader bundle check`: a kernel file does not parse, or binds no entry point (kernel(),
+    or a module problem's entry class); `grader run` would grade it compile_error."""
+
+    exit_code = 16
+
+
 class ProblemError(GraderError):
     """A problem bundle, suite, weights or policy file is invalid (the organiser's files)."""
 
     exit_code = 20
+
+
+class ReferenceFailed(ProblemError):
+    """A suite's reference.py failed (did not import, or raised on its own inputs): the suite
+    is at fault, not the entry and not the machinery (issue 23)."""
+
+    exit_code = 21
 
 
 class InfraError(GraderError):
@@ -114,7 +128,9 @@ EXIT_CODES: dict[str, int] = {
         BundleTooLarge,
         UnexpectedMember,
         ManifestError,
+        KernelSourceError,
         ProblemError,
+        ReferenceFailed,
         InfraError,
         DockerUnavailable,
         ImageBuildError,

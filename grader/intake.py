@@ -29,6 +29,10 @@ from grader.formats._base import parse_toml
 from grader.formats.submission import Manifest
 
 MANIFEST = "submission.toml"
+# The `hint:` lines of intake's refusals (docs/cli.md promises one on every error).
+REPACK = "pack the submission folder with `grader bundle create DIR -o bundle.tar`"
+SMALLER = ("a bundle holds submission.toml and kernels/*.py within the limits that `grader "
+           "bundle check` prints; remove what the kernels do not need")
 KERNEL_NAME = re.compile(r"kernels/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\.py")  # use fullmatch
 
 
@@ -59,7 +63,7 @@ class _CappedReader(io.RawIOBase):
         self.seen += len(data)
         if self.seen > self.limit:
             raise BundleTooLarge(f"{self.bundle}: the archive unpacks to more than "
-                                 f"{self.limit} bytes (headers included)")
+                                 f"{self.limit} bytes (headers included)", hint=SMALLER)
         b[: len(data)] = data
         return len(data)
 
@@ -95,13 +99,14 @@ class Submission:
 def _check_name(member: tarfile.TarInfo) -> str:
     raw = member.name
     if "\\" in raw or "\0" in raw:
-        raise UnsafeMember(f"member {raw!r}: backslash or NUL in its name")
+        raise UnsafeMember(f"member {raw!r}: backslash or NUL in its name", hint=REPACK)
     path = PurePosixPath(raw)
     if path.is_absolute():
         raise UnsafeMember(f"member {raw!r}: absolute path",
                            hint="create the bundle with relative paths (grader bundle create)")
     if ".." in path.parts:
-        raise UnsafeMember(f"member {raw!r}: '..' in its path would escape the bundle")
+        raise UnsafeMember(f"member {raw!r}: '..' in its path would escape the bundle",
+                           hint=REPACK)
     parts = [p for p in path.parts if p not in ("", ".")]
     return "/".join(parts)
 
@@ -109,11 +114,14 @@ def _check_name(member: tarfile.TarInfo) -> str:
 def _check_type(member: tarfile.TarInfo) -> None:
     if member.issym() or member.islnk():
         raise UnsafeMember(f"member {member.name!r}: links are not accepted "
-                           f"(points to {member.linkname!r})")
+                           f"(points to {member.linkname!r})",
+                           hint="replace the link with a copy of the file, then " + REPACK)
     if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
-        raise UnsafeMember(f"member {member.name!r}: device or FIFO members are not accepted")
+        raise UnsafeMember(f"member {member.name!r}: device or FIFO members are not accepted",
+                           hint=REPACK)
     if not (member.isfile() or member.isdir()):
-        raise UnsafeMember(f"member {member.name!r}: unsupported member type {member.type!r}")
+        raise UnsafeMember(f"member {member.name!r}: unsupported member type {member.type!r}",
+                           hint=REPACK)
 
 
 def _write_new(root: Path, name: str, data: bytes) -> None:
@@ -132,14 +140,15 @@ def _read_members(tar: tarfile.TarFile, bundle: Path, limits: IntakeLimits) -> d
     total = 0
     for count, member in enumerate(tar, start=1):
         if count > limits.max_members:
-            raise BundleTooLarge(f"{bundle}: more than {limits.max_members} members")
+            raise BundleTooLarge(f"{bundle}: more than {limits.max_members} members",
+                                 hint=SMALLER)
         try:
             name = _check_name(member)
         except UnicodeError:
-            raise UnsafeMember("a member name is not valid UTF-8") from None
+            raise UnsafeMember("a member name is not valid UTF-8", hint=REPACK) from None
         _check_type(member)
         if name in seen:
-            raise UnexpectedMember(f"member {name!r}: appears twice in the bundle")
+            raise UnexpectedMember(f"member {name!r}: appears twice in the bundle", hint=REPACK)
         if name:
             seen.add(name)
         if member.isdir():
@@ -154,31 +163,40 @@ def _read_members(tar: tarfile.TarFile, bundle: Path, limits: IntakeLimits) -> d
             )
         if member.size > limits.max_member_bytes:
             raise BundleTooLarge(f"member {name!r}: {member.size} bytes, over the "
-                                 f"limit of {limits.max_member_bytes}")
+                                 f"limit of {limits.max_member_bytes}", hint=SMALLER)
         total += member.size
         if total > limits.max_total_bytes:
-            raise BundleTooLarge(f"{bundle}: more than {limits.max_total_bytes} bytes unpacked")
+            raise BundleTooLarge(f"{bundle}: more than {limits.max_total_bytes} bytes unpacked",
+                                 hint=SMALLER)
         fobj = tar.extractfile(member)
         if fobj is None:
-            raise BundleUnreadable(f"member {name!r}: cannot be read")
+            raise BundleUnreadable(f"member {name!r}: cannot be read", hint=REPACK)
         data = fobj.read(limits.max_member_bytes + 1)
         if len(data) != member.size:
-            raise BundleUnreadable(f"member {name!r}: truncated or size mismatch")
+            raise BundleUnreadable(f"member {name!r}: truncated or size mismatch", hint=REPACK)
         files[name] = data
     return files
 
 
-def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None) -> Submission:
-    """Validate `bundle` and unpack it into `workdir`, which must not exist yet."""
+def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None, *,
+                shown_as: Path | None = None) -> Submission:
+    """Validate `bundle` and unpack it into `workdir`, which must not exist yet.
+
+    `shown_as`: the name messages give the bundle (`bundle create` reads back a temp file,
+    and its errors must name the participant's folder, not that file: issue 23).
+    """
     limits = limits or IntakeLimits()
+    path, bundle = bundle, shown_as or bundle
     try:
         workdir.mkdir(mode=0o755)
     except FileExistsError:
-        raise BundleUnreadable(f"{workdir}: must be a fresh directory") from None
+        raise BundleUnreadable(f"{workdir}: must be a fresh directory",
+                               hint="a grader bug: report it") from None
     try:
-        raw = open(bundle, "rb")
+        raw = open(path, "rb")
     except OSError as exc:
-        raise BundleUnreadable(f"{bundle}: cannot open: {exc}") from None
+        raise BundleUnreadable(f"{bundle}: cannot open: {exc.strerror or exc}",
+                               hint="check the path and that it is readable") from None
     cap = limits.max_total_bytes + (limits.max_members + 2) * HEADER_ALLOWANCE
     try:
         stream = io.BufferedReader(_CappedReader(_decompressed(raw), cap, bundle))
@@ -191,9 +209,10 @@ def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None)
         with tar:
             files = _read_members(tar, bundle, limits)
     except CORRUPT as exc:
-        raise BundleUnreadable(f"{bundle}: corrupt archive: {exc}") from None
+        raise BundleUnreadable(f"{bundle}: corrupt archive: {exc}", hint=REPACK) from None
     except RecursionError:
-        raise BundleUnreadable(f"{bundle}: archive structure too deeply nested") from None
+        raise BundleUnreadable(f"{bundle}: archive structure too deeply nested",
+                               hint=REPACK) from None
     finally:
         raw.close()
     # Everything is checked before anything is written.
@@ -203,18 +222,28 @@ def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None)
     try:
         text = files[MANIFEST].decode("utf-8")
     except UnicodeDecodeError:
-        raise ManifestError(f"{bundle}: {MANIFEST} is not UTF-8 text") from None
-    manifest = parse_toml(text, Manifest, f"{bundle}:{MANIFEST}", ManifestError)
+        raise ManifestError(f"{bundle}: {MANIFEST} is not UTF-8 text",
+                            hint="save submission.toml as UTF-8") from None
+    try:
+        manifest = parse_toml(text, Manifest, f"{bundle}:{MANIFEST}", ManifestError)
+    except ManifestError as exc:
+        if exc.hint:
+            raise
+        raise ManifestError(exc.message, hint="fix the TOML syntax of submission.toml; its "
+                            "fields: docs/formats.md (Submission bundle)") from None
     for pid, entry in manifest.problems.items():
         if entry.file not in files:
             raise ManifestError(f"{bundle}:{MANIFEST}: field problems.{pid}.file: "
-                                f"{entry.file!r} is not in the bundle")
+                                f"{entry.file!r} is not in the bundle",
+                                hint=f"add {entry.file} to the folder, or fix the path in "
+                                f"{MANIFEST}")
     for name, data in files.items():
         if name != MANIFEST:
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError:
-                raise UnexpectedMember(f"member {name!r}: not UTF-8 Python source") from None
+                raise UnexpectedMember(f"member {name!r}: not UTF-8 Python source",
+                                       hint="save the kernel file as UTF-8 text") from None
     for name, data in files.items():
         _write_new(workdir, name, data)
     return Submission(manifest=manifest, root=workdir)
