@@ -93,10 +93,12 @@ def roofline_derive(problem_dir: Path, shapes: tuple[str, ...], rtol: float, dev
               help="Rank reports from different suites, weights, policies or hardware anyway.")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
 def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None:
-    """Rank graded reports by S_agg, with a column per problem."""
+    """Rank graded reports: most shapes passed first, then fewest fallback/violation shapes,
+    then S_agg; a column per verdict group and per problem. Reports from a CPU run carry no
+    timing (every S is 0): the board then says so and ranks by verdicts alone."""
     from grader.errors import UsageError
     from grader.report.render import load_report
-    from grader.scoring.leaderboard import Scored
+    from grader.scoring.leaderboard import Scored, leaderboard_text
     from grader.scoring.leaderboard import leaderboard as rank
 
     entries = []
@@ -104,20 +106,14 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> 
         rep = load_report(path)
         if rep.scores is None:
             raise UsageError(f"{path}: has no scores", hint="re-grade it with this version")
-        entries.append(Scored.from_card(rep.scores, submission=rep.submission.name,
-                                        suite=rep.suite.id, policy=rep.environment.policy,
-                                        hardware=rep.environment.hardware))
+        entries.append(Scored.from_report(rep))
     board = rank(entries, allow_mixed=allow_mixed)
     if as_json:
-        click.echo(json.dumps(board.model_dump(), indent=2))
+        click.echo(json.dumps(board.model_dump(mode="json"), indent=2))
         return
-    click.echo(f"{'#':>3} {'submission':<28} {'S_agg':>7} " +
-               " ".join(f"{p[:10]:>10}" for p in board.problems))
-    for row in board.rows:
-        cells = " ".join(f"{'-' if v is None else f'{v:.3f}':>10}"
-                         for v in (row.problems.get(p) for p in board.problems))
-        s = "-" if row.s_agg is None else f"{row.s_agg:.3f}"
-        click.echo(f"{row.rank:>3} {row.submission[:28]:<28} {s:>7} {cells}")
+    if not board.timed:
+        click.echo("warning: " + board.notes[0], err=True)
+    click.echo(leaderboard_text(board), nl=False)
 
 
 @click.command()
