@@ -59,9 +59,18 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 @cli.command()
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", metavar="BUNDLE|FOLDER|KERNEL.py", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("reports"),
-              show_default=True, help="Folder for the reports.")
+              show_default=True, help="Folder for the reports. A folder holding another "
+              "submission's reports is refused (see --force); an earlier run's report files "
+              "there are removed first.")
+@click.option("--suite", "suite", default=None, metavar="ID|DIR",
+              help="Grading one KERNEL.py: the suite of its problem (with --problem ID).")
+@click.option("--force", is_flag=True,
+              help="Replace another submission's reports in -o.")
+@click.option("--keep-checkpoint", is_flag=True,
+              help="Keep -o/.checkpoint after a run that completed (it goes by default; it "
+              "stays after a failure, and while a problem is infra_error, for --resume).")
 @click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
               help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
 @click.option("--policy", default="triton", show_default=True, help="Policy name or file.")
@@ -121,8 +130,9 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
         log_format: str, resume: bool, sequential: bool, start_ahead: str,
-        ahead_depth: int) -> None:
-    """Grade BUNDLE (a submission tar) and write reports."""
+        ahead_depth: int, suite: str | None, force: bool, keep_checkpoint: bool) -> None:
+    """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
+    kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
     from grader.runner import RunRequest, grade_bundle
 
     req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
@@ -132,7 +142,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
                      quiet=quiet, log_format=log_format, runtime=runtime, python=python,
                      cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
                      hardware=hardware, resume=resume, overlap=not sequential,
-                     start_ahead=start_ahead, ahead_depth=ahead_depth)
+                     start_ahead=start_ahead, ahead_depth=ahead_depth, suite=suite,
+                     force=force, keep_checkpoint=keep_checkpoint)
     grade_bundle(req)
 
 
@@ -162,6 +173,9 @@ def main() -> None:
     cli_tools.register(cli)
     cli_scoring.register(cli)
     cli_import.register(cli)
+    from grader.round import cli as cli_round  # grader round, grader round verify
+
+    cli_round.register(cli)
     debug = "--debug" in sys.argv[1:]
     try:
         cli.main(standalone_mode=False)

@@ -102,6 +102,12 @@ class ImageBuildError(InfraError):
     exit_code = 32
 
 
+class RoundMismatch(GraderError):
+    """`grader round verify`: a round folder's files do not match its manifest or board."""
+
+    exit_code = 6
+
+
 class FindingsGate(GraderError):
     """`grader bundle check`: the bundle is readable, but static findings would block it."""
 
@@ -122,6 +128,7 @@ EXIT_CODES: dict[str, int] = {
         ExposedHostPath,
         VerdictGate,
         FindingsGate,
+        RoundMismatch,
         BundleError,
         BundleUnreadable,
         UnsafeMember,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader import __version__
 from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
@@ -41,6 +42,9 @@ from grader.scoring.hardware import load_hardware
 from grader.suite import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict
 from grader.worker import Worker, derive_module_seed, derive_seed, select_shapes, start_ahead
+
+if TYPE_CHECKING:
+    from grader.round.refcache import ReferenceCache
 
 __all__ = ["Grader", "derive_module_seed", "derive_seed", "make_sandbox", "select_shapes",
            "summarize"]
@@ -137,6 +141,8 @@ class Grader:
         self.device_name: str | None = None
         self.checkpoint = Checkpoint(cfg.out_dir)
         self.abort: InfraError | None = None  # set when the checkpoint cannot be written
+        # A round's references, computed once and reused by every entry (grader/round/).
+        self.references: ReferenceCache | None = None
 
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""

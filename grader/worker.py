@@ -51,6 +51,7 @@ from grader.verdicts import Verdict, worst
 
 if TYPE_CHECKING:
     from grader.grade import Grader
+    from grader.round.refcache import ReferenceCache
 
 
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
@@ -292,7 +293,8 @@ class Worker:
             if j in plan.standbys:
                 break
             batch = self.batch(plan, j)
-            if batch is None:
+            refs = self._references()  # a round's cached batch runs its entry only
+            if batch is None or (refs is not None and refs.has(self, plan, j)):
                 break
             try:
                 plan.standbys[j] = Standby(self.sb, batch)
@@ -304,10 +306,17 @@ class Worker:
             started.append(plan.standbys[j])
         return Beside(tuple(started)) if started else None
 
+    def _references(self) -> ReferenceCache | None:
+        """A round's reference cache (grader/round/refcache.py); None for `grader run`."""
+        return getattr(self.g, "references", None)
+
     def grade_batch(self, plan: Planned, k: int, beside: Beside | None) -> None:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
         it can, else one after the other. `beside`: the standbys started with it, idle before
         any timed loop here starts. Adds to the plan's results, logs and phases."""
+        refs = self._references()  # a round's references, computed once (grader/round/)
+        if refs is not None and refs.grade(self, plan, k, beside):
+            return
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
         batch = self.batch(plan, k)
@@ -320,9 +329,11 @@ class Worker:
                     if pair.entry_limits is not batch.entry_limits:
                         self.g.progress(f"{label}: outputs larger than the problem counts; the "
                                         "entry ran again after the reference, with caps to fit")
-                    got = (_unusable(pair.reference, shapes, cases)
-                           or self.judge(plan, shapes, cases, pair.reference, pair.entry,
-                                         pair.entry_limits))
+                    got = _unusable(pair.reference, shapes, cases)
+                    if got is None and refs is not None:
+                        refs.keep(self, plan, k, pair.ref_dir)
+                    got = got or self.judge(plan, shapes, cases, pair.reference, pair.entry,
+                                            pair.entry_limits)
             if got is None:
                 self.g.progress(f"{label}: the reference failed beside the entry; again, one "
                                 "after the other")
@@ -342,6 +353,8 @@ class Worker:
                            problem) as (ref, ref_dir):
             if (unusable := _unusable(ref, shapes, cases)) is not None:
                 return unusable
+            if (refs := self._references()) is not None:
+                refs.keep(self, plan, k, ref_dir)
             limits = batching.entry_limits(self.g.cfg.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.g.progress(f"{label}: entry")

@@ -1,0 +1,68 @@
+"""One entry of a round graded: `grader run`'s machinery (grade.Grader), under the round's
+secret and settings, with the round's references. Used by the local round and by each Ray
+task (round/on_ray.py), so that both grade an entry the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader.checkpoint import CHECKPOINT_DIR
+from grader.detect.policy import load_policy
+from grader.detection import Detector
+from grader.errors import GraderError, UsageError
+from grader.grade import Grader, Progress
+from grader.report.model import Report
+from grader.round.model import Outcome, RefUse
+from grader.round.refcache import ReferenceCache
+from grader.runner import RunRequest, to_config
+from grader.sandbox.docker_engine import DockerEngine
+
+
+@dataclass(frozen=True, kw_only=True)
+class Graded:
+    report: Report | None  # None: the grading failed (outcome.error says why)
+    outcome: Outcome
+
+
+def grade_entry(name: str, req: RunRequest, cache_root: Path | None, progress: Progress,
+                node: str | None = None) -> Graded:
+    """Grade `req.bundle` into `req.out_dir` (its checkpoint; reports are the caller's to
+    write). A checkpoint already there from an interrupted attempt is resumed: the problems
+    it finished are kept. A failure of the grader (the engine, a full disk) is a `failed`
+    outcome, graded again when the round resumes; it never stops the other entries."""
+    cache = ReferenceCache(cache_root, name) if cache_root is not None else None
+    t0 = time.monotonic()
+    resume = (req.out_dir / CHECKPOINT_DIR / "run.json").is_file()
+    try:
+        try:
+            rep = _run(replace(req, resume=resume), cache, progress)
+        except UsageError:
+            if not resume:
+                raise
+            rep = _run(replace(req, resume=False), cache, progress)  # another run's: afresh
+    except GraderError as exc:
+        return Graded(report=None, outcome=Outcome(
+            name=name, status="failed", error=exc.message, references=_uses(cache),
+            wall_s=time.monotonic() - t0, node=node))
+    return Graded(report=rep, outcome=Outcome(
+        name=name, status="graded", references=_uses(cache), wall_s=time.monotonic() - t0,
+        node=node))
+
+
+def _run(req: RunRequest, cache: ReferenceCache | None, progress: Progress) -> Report:
+    cfg = to_config(req)
+    policy = load_policy(cfg.policy)
+    cfg = replace(cfg, policy=policy.name)
+    grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
+    grader.references = cache
+    return grader.run()
+
+
+def _uses(cache: ReferenceCache | None) -> list[RefUse]:
+    if cache is None:
+        return []
+    return [RefUse(problem=u.problem, key=u.key, cases=u.cases, computed=u.computed)
+            for u in cache.uses]

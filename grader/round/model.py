@@ -1,0 +1,115 @@
+"""The round's records: its manifest (published), each entry's outcome (its checkpoint), and
+its leaderboard. Frozen pydantic models, written as JSON into the round folder.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from grader.scoring._model import Frozen
+from grader.verdicts import Verdict
+
+FORMAT: Literal[1] = 1
+
+
+class SuiteRef(Frozen):
+    id: str
+    version: str
+    weights_version: str
+    digest: str  # sha256 over suite.toml, weights.toml and every problem's trusted files
+
+
+class Settings(Frozen):
+    """What every entry of the round is graded under; a resumed round must match them."""
+
+    policy: str
+    device: str
+    runtime: str
+    hardware: str
+    shapes: str
+    problems: list[str] = Field(default_factory=list)  # empty: every problem of the suite
+    seeds_per_shape: int | None = None
+    timeout_s: float | None = None
+    shared_references: bool = True
+
+
+class ManifestEntry(Frozen):
+    name: str  # unique in the round: the folder entries/<name>/
+    source: str  # the path it was given as
+    renamed_from: str | None = None  # its name collided with an earlier entry's
+    declared_name: str | None = None  # the bundle's own [submission] name (entry text)
+    bundle: str | None = None  # bundles/<name>.tar, relative to the round folder
+    sha256: str | None = None
+    refused: str | None = None  # why it was not graded (the intake, another suite)
+
+
+class Manifest(Frozen):
+    """What anyone can check a round against: the bundles' hashes, the suite's version and
+    content hash, the seed secret's commitment and the grader's version."""
+
+    format: Literal[1] = FORMAT
+    round_id: str
+    created_at: datetime
+    grader_version: str
+    suite: SuiteRef
+    settings: Settings
+    seed_commitment: str  # sha256 of the round's secret; the secret itself stays private
+    entries: list[ManifestEntry]
+
+
+class RefUse(Frozen):
+    problem: str
+    key: str  # the batch's reference key (round/refcache.batch_key)
+    cases: int
+    computed: bool  # True: this entry ran the reference (and kept it); False: reused it
+
+
+class Outcome(Frozen):
+    """One entry's grading as the round's checkpoint keeps it."""
+
+    format: Literal[1] = FORMAT
+    name: str
+    status: Literal["graded", "failed"]  # failed: the grader's failure, graded again on resume
+    error: str | None = None
+    report_sha256: str | None = None  # of entries/<name>/report.json
+    references: list[RefUse] = Field(default_factory=list)
+    wall_s: float | None = None
+    node: str | None = None  # the Ray node that graded it (None: this host)
+
+
+class BoardRow(Frozen):
+    rank: int | None  # shared by equal scores ("1, 1, 3"); None: not ranked (not graded)
+    entry: str
+    declared_name: str | None
+    status: Literal["graded", "refused", "failed"]
+    error: str | None = None
+    s_agg: float | None = None
+    problems: dict[str, float | None] = Field(default_factory=dict)  # S_i per problem
+    verdicts: dict[Verdict, int] = Field(default_factory=dict)  # shapes per verdict
+    shapes: int = 0
+    correct_shapes: int = 0
+    report_sha256: str | None = None
+
+
+class ReferenceBatch(Frozen):
+    problem: str
+    key: str
+    cases: int
+    computed_by: list[str]  # entries that ran this batch's reference: one when shared
+    reused_by: int  # entries that took it from the round's cache
+
+
+class Board(Frozen):
+    format: Literal[1] = FORMAT
+    round_id: str
+    suite: SuiteRef
+    settings: Settings
+    hardware: str | None  # the reports' hardware profile
+    problems: list[str]  # the columns
+    rows: list[BoardRow]
+    ties: list[list[str]]  # entries sharing a rank, per shared rank
+    references: list[ReferenceBatch]
+    notes: list[str] = Field(default_factory=list)  # renamed entries, and the like

@@ -1,0 +1,260 @@
+"""`grader round`: many bundles against one suite under one secret, into a round folder.
+
+The round starts (or resumes) from its manifest, grades each entry not yet graded (here,
+or on a Ray cluster: round/on_ray.py), writes each entry's reports and outcome as soon as it
+is graded, and finally the leaderboard. On more than one GPU, the first entry to grade is
+graded on all of them (its problems spread over one worker per GPU, as `grader run --gpus`
+does) while it computes the round's references; the entries after it are graded side by
+side, one per GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from grader import __version__
+from grader.checkpoint import commitment, host_fs
+from grader.errors import ExposedHostPath, InfraError, UsageError
+from grader.grade import Progress
+from grader.host_runtime import bind_conflicts, host_runtime
+from grader.paths import PROBLEM_BUNDLES
+from grader.report.model import Report
+from grader.report.render import write_reports
+from grader.round.board import build_board
+from grader.round.entries import find_entries, stage
+from grader.round.entry import Graded, grade_entry
+from grader.round.model import Board, Manifest, ManifestEntry, Outcome, Settings, SuiteRef
+from grader.round.render import RENDERERS
+from grader.round.store import RoundDir
+from grader.runner import RunRequest, to_config
+from grader.suite import Suite, find_suite
+from grader.verdicts import Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundRequest:
+    paths: tuple[Path, ...]
+    suite: str
+    out_dir: Path
+    run: RunRequest  # every entry's options (its bundle and out_dir are set per entry)
+    resume: bool = False
+    shared_references: bool = True
+    ray: str | None = None  # None: this host; "auto" or a cluster's address
+    formats: tuple[str, ...] = ("json", "html")  # each entry's reports (json always)
+
+
+def suite_digest(suite: Suite) -> str:
+    """The suite's content hash: suite.toml, weights.toml and each problem's trusted files."""
+    h = hashlib.sha256()
+    for name in ("suite.toml", "weights.toml"):
+        h.update(name.encode() + b"\0" + hashlib.sha256(
+            (suite.directory / name).read_bytes()).digest())
+    for pid in sorted(suite.problems):
+        h.update(pid.encode() + b"\0" + suite.problems[pid].digest().encode())
+    return h.hexdigest()
+
+
+def settings_of(req: RoundRequest) -> Settings:
+    r = req.run
+    return Settings(policy=r.policy, device=r.device, runtime=r.runtime, hardware=r.hardware,
+                    shapes=r.shapes, problems=sorted(r.problems), seeds_per_shape=r.seeds,
+                    timeout_s=r.timeout, shared_references=req.shared_references)
+
+
+def _suite(req: RoundRequest) -> Suite:
+    suite = find_suite(req.suite, list(req.run.suite_roots or (PROBLEM_BUNDLES,)))
+    unknown = sorted(set(req.run.problems) - set(suite.problems))
+    if unknown:
+        raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
+    return suite
+
+
+def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
+               ) -> tuple[Manifest, bytes]:
+    """A new round's manifest and secret (entries found, staged, refused ones said why), or
+    with --resume the round's own, checked against this command's settings."""
+    ref = SuiteRef(id=suite.id, version=suite.info.version,
+                   weights_version=suite.weights.version, digest=suite_digest(suite))
+    if req.resume:
+        if req.paths:
+            raise UsageError("--resume finishes the round's own entries; pass no BUNDLE",
+                             hint=f"the entries are listed in {rd.manifest_file}")
+        manifest = rd.load_manifest()
+        diffs = [f"{k}: {a!r} in the round, {b!r} now" for k, a, b in (
+            ("suite", manifest.suite, ref), ("settings", manifest.settings, settings_of(req)),
+            ("grader_version", manifest.grader_version, __version__)) if a != b]
+        if diffs:
+            raise UsageError("--resume: the round in " f"{rd.root} differs: " + "; ".join(diffs),
+                             hint="resume with the same suite and options")
+        secret = rd.secret()
+        if secret is None or commitment(secret) != manifest.seed_commitment:
+            raise UsageError(f"--resume: {rd.secret_file} is missing or does not match the "
+                             "manifest's commitment")
+        return manifest, secret
+    if not req.paths:
+        raise UsageError("no entries", hint="pass bundles, submission folders, or a folder "
+                         "of them")
+    if rd.manifest_file.exists():
+        raise UsageError(f"{rd.root} holds a round already",
+                         hint="pass --resume to finish it, or choose another -o")
+    secret = (bytes.fromhex(req.run.seed_secret) if req.run.seed_secret
+              else secrets.token_bytes(32))
+    found = find_entries(list(req.paths))
+    with host_fs(f"cannot make {rd.bundles}"):
+        rd.bundles.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for f in found:
+        st = stage(f, rd.bundles, suite.id)
+        if f.renamed_from:
+            progress(f"entry {f.renamed_from!r} is named {f.name!r} in this round (names must "
+                     "be unique and safe as folder names)")
+        if st.error:
+            progress(f"{f.name}: refused: {st.error}")
+        entries.append(ManifestEntry(
+            name=f.name, source=str(f.source), renamed_from=f.renamed_from,
+            declared_name=st.declared_name,
+            bundle=str(st.bundle.relative_to(rd.root)) if st.bundle else None,
+            sha256=st.sha256, refused=st.error))
+    manifest = Manifest(round_id=uuid.uuid4().hex[:12], created_at=datetime.now(UTC),
+                        grader_version=__version__, suite=ref, settings=settings_of(req),
+                        seed_commitment=commitment(secret), entries=entries)
+    rd.create(manifest, secret)
+    return manifest, secret
+
+
+def check_round_dir(req: RoundRequest, rd: RoundDir) -> None:
+    """--runtime host: no bind of the host's interpreter may show a container the round's
+    folder (its references, bundles and secret)."""
+    if req.run.runtime != "host":
+        return
+    cfg = to_config(replace(req.run, bundle=rd.root, out_dir=rd.root))
+    found = bind_conflicts(host_runtime(cfg.runtime.python, cfg.device == "cuda").binds,
+                           [("the round folder", rd.root, True)])
+    if found:
+        raise ExposedHostPath("--runtime host would let entries read the round's folder:\n    "
+                              + "\n    ".join(found),
+                              hint="keep the round folder outside the interpreter's install")
+
+
+def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret: bytes,
+                  out_dir: Path | None = None) -> RunRequest:
+    assert entry.bundle is not None
+    formats = tuple(dict.fromkeys(("json", *req.formats)))
+    return replace(req.run, bundle=rd.root / entry.bundle,
+                   out_dir=out_dir or rd.entry_dir(entry.name), seed_secret=secret.hex(),
+                   formats=formats, resume=False, fail_on=frozenset())
+
+
+def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
+    """Write an entry's reports, then its outcome (the checkpoint says graded only once its
+    report.json is whole)."""
+    outcome = got.outcome
+    if got.report is not None:
+        formats = list(dict.fromkeys(("json", *req.formats)))
+        with host_fs(f"cannot write the reports of {outcome.name}"):
+            write_reports(got.report, rd.entry_dir(outcome.name), formats)
+        outcome = outcome.model_copy(update={"report_sha256": rd.report_sha256(outcome.name)})
+    rd.save_outcome(outcome)
+    return outcome
+
+
+def pending(manifest: Manifest, rd: RoundDir) -> list[ManifestEntry]:
+    """Entries to grade: not refused, and without a graded outcome whose report is intact and
+    free of infra errors (those were the grader's failures)."""
+    out = []
+    for e in manifest.entries:
+        if e.refused:
+            continue
+        done = rd.outcome(e.name)
+        rep = rd.report(e.name) if done and done.status == "graded" else None
+        if (done is None or rep is None or done.report_sha256 != rd.report_sha256(e.name)
+                or rep.summary.verdicts.get(Verdict.INFRA_ERROR)):
+            out.append(e)
+    return out
+
+
+def grade_here(req: RoundRequest, rd: RoundDir, todo: list[ManifestEntry], secret: bytes,
+               progress: Progress) -> None:
+    """Grade `todo` on this host. With several GPUs: the first on all of them, the rest one
+    per GPU at a time."""
+    cache = rd.references if req.shared_references else None
+    gpus = req.run.gpus if req.run.device == "cuda" else ()
+    queue = deque(todo)
+    lock = threading.Lock()
+
+    def one(entry: ManifestEntry, gpu: tuple[int, ...] | None) -> None:
+        progress(f"entry {entry.name}: grading")
+        run = entry_request(req, rd, entry, secret)
+        if gpu is not None:
+            run = replace(run, gpus=gpu)
+        got = grade_entry(entry.name, run, cache, progress)
+        with lock:
+            out = record(rd, req, got)
+        progress(f"entry {entry.name}: {out.status}" + (f" ({out.error})" if out.error else ""))
+
+    if queue:
+        one(queue.popleft(), None)  # every GPU on its problems: the references made once
+    if len(gpus) <= 1:
+        while queue:
+            one(queue.popleft(), None)
+        return
+
+    def worker(gpu: int) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                entry = queue.popleft()
+            one(entry, (gpu,))
+
+    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+        list(pool.map(worker, gpus))
+
+
+def finish(rd: RoundDir, manifest: Manifest) -> Board:
+    """The leaderboard from what the round folder holds now, in every format."""
+    outcomes = {e.name: o for e in manifest.entries if (o := rd.outcome(e.name)) is not None}
+    reports: dict[str, Report] = {}
+    for name, o in outcomes.items():
+        rep = rd.report(name) if o.status == "graded" else None
+        if rep is not None:
+            reports[name] = rep
+    board = build_board(manifest, outcomes, reports)
+    with host_fs("cannot write the leaderboard"):
+        for fname, render in RENDERERS.values():
+            (rd.root / fname).write_text(render(board), encoding="utf-8")
+    return board
+
+
+def run_round(req: RoundRequest, progress: Progress) -> Board:
+    rd = RoundDir(req.out_dir)
+    suite = _suite(req)
+    check_round_dir(req, rd)
+    manifest, secret = open_round(req, rd, suite, progress)
+    todo = pending(manifest, rd)
+    progress(f"round {manifest.round_id}: {len(manifest.entries)} entries, {len(todo)} to grade")
+    if req.ray is not None:
+        from grader.round.on_ray import grade_on_ray
+
+        grade_on_ray(req, rd, manifest, todo, secret, progress)
+    else:
+        grade_here(req, rd, todo, secret, progress)
+    board = finish(rd, manifest)
+    failed = [r.entry for r in board.rows if r.status == "failed"]
+    for fname, _ in RENDERERS.values():
+        click.echo(f"{fname.split('.')[-1]}: {rd.root / fname}")
+    if failed:
+        raise InfraError(f"{len(failed)} entr{'y' if len(failed) == 1 else 'ies'} not graded "
+                         f"(the grader's failure): {', '.join(failed[:5])}",
+                         hint=f"fix the host, then: grader round --resume -o {rd.root} ...")
+    return board
