@@ -41,6 +41,13 @@ class KernelKind(StrEnum):
 _VOID = r"(?:void\s+)?"
 
 _COPY = re.compile(r"^(?:Memcpy|Memset)\b")
+# PyTorch's own copy kernels: what copy_, contiguous() and .to(dtype) launch on the device
+# (names on the H200: tests/data, contiguous_transpose_bf16 and to_dtype). The policy allows
+# copies (its "copies" group), so these are copies like a Memcpy, neither for nor against the
+# share (seen on the H200, 2026-12-02: Liger-Kernel's GEGLU made its strided halves contiguous
+# and was a fallback for it).
+_TORCH_COPY = re.compile(_VOID + r"at::native::(?:vectorized_|unrolled_)?elementwise_kernel<"
+                         r"[^>]*?(?:direct_copy_kernel_cuda|\w+_copy_kernel_cuda|copy_kernel_impl)")
 _HOST_COPY = re.compile(r"^Memcpy (?:HtoD|DtoH|HtoH)\b|^Memcpy .*(?:Pageable|Pinned|Host)")
 
 # Inductor names its kernels triton_<category[:3]>_<fused ops>_<n> (poi, red, per, tem, for,
@@ -104,7 +111,7 @@ def classify(
     name = name.strip()
     if _HOST_COPY.match(name):
         return KernelKind.HOST_COPY
-    if _COPY.match(name):
+    if _COPY.match(name) or _TORCH_COPY.match(name):
         return KernelKind.COPY
     if _INDUCTOR.match(name):
         return KernelKind.OTHER_TRITON

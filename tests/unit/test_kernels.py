@@ -33,7 +33,8 @@ EXPECTED: dict[str, set[KernelKind]] = {
     "sdpa_cudnn": {K.VENDOR, K.COPY},
     "sdpa_flash": {K.VENDOR},  # pytorch_flash::
     "sdpa_efficient": {K.VENDOR},  # fmha_cutlassF
-    "sdpa_math": {K.TORCH_NATIVE, K.VENDOR},  # elementwise + softmax + two cuBLAS GEMMs
+    # elementwise + softmax + two cuBLAS GEMMs, and PyTorch's copy kernels (copies, allowed)
+    "sdpa_math": {K.TORCH_NATIVE, K.VENDOR, K.COPY},
     "conv2d_bf16": {K.VENDOR},  # cudnn:: layout kernels + xmma implicit GEMM
     "softmax_bf16": NATIVE,
     "layer_norm_bf16": NATIVE,
@@ -49,8 +50,9 @@ EXPECTED: dict[str, set[KernelKind]] = {
     "embedding_bf16": NATIVE,
     "index_add_fp32": {K.TORCH_NATIVE, K.COPY},
     "copy_fp32": {K.COPY},
-    "contiguous_transpose_bf16": NATIVE,
-    "to_dtype": NATIVE,
+    # PyTorch's copy kernels behind contiguous() and .to(dtype): copies, which the policy allows
+    "contiguous_transpose_bf16": {K.COPY},
+    "to_dtype": {K.COPY},
     "own_triton_add": {K.OWN_TRITON},
     "inductor_compiled_pointwise": {K.OTHER_TRITON},
     "inductor_compiled_mm_softmax": {K.OTHER_TRITON, K.VENDOR, K.COPY},  # GEMM left to cuBLAS
