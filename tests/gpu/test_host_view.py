@@ -53,6 +53,10 @@ ok = bool(torch.equal(o, x + y))
 print(json.dumps({"seen": seen, "gpu": torch.cuda.get_device_name(0), "triton_ok": ok}))
 """
 
+RUN_FROM_FILE = ("import sys; p = '/tmp/view_probe.py'; open(p, 'w').write(sys.argv[1]); "
+                 "sys.argv = [p] + sys.argv[2:]; "
+                 "exec(compile(open(p).read(), p, 'exec'), {'__name__': '__main__'})")
+
 
 def _toolkit_file(path: str) -> bool:
     """NVIDIA's toolkit mounts the driver's files itself, where it likes."""
@@ -69,7 +73,9 @@ def test_a_gpu_container_shows_only_the_runtime_and_runs_triton() -> None:
     assert mode != "none"
     session = f"test-{uuid.uuid4().hex[:8]}"
     spec = ContainerSpec(
-        image=HOST_SKELETON, command=[rt.python, "-I", "-c", SCRIPT, json.dumps(VIEW_ROOTS)],
+        # Run from a file: Triton reads a jit function's source, which `-c` code has none of.
+        image=HOST_SKELETON, command=[rt.python, "-I", "-c", RUN_FROM_FILE, SCRIPT,
+                                      json.dumps(VIEW_ROOTS)],
         role=Role.PROBE, session=session,
         env={"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton",
              "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
