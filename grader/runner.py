@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import shutil
 import sys
 import tempfile
@@ -10,20 +12,23 @@ from pathlib import Path
 
 import click
 
+from grader import outdir
 from grader.checkpoint import host_fs
 from grader.config import RunConfig
 from grader.detect.policy import load_policy
 from grader.detection import Detector
-from grader.errors import GraderError, UsageError, VerdictGate
+from grader.errors import GraderError, ReferenceFailed, UsageError, VerdictGate
 from grader.grade import Grader
 from grader.imaging import RuntimeConfig
 from grader.intake import open_bundle
+from grader.packing import packed
 from grader.paths import PROBLEM_BUNDLES
 from grader.progress import Progress
+from grader.report.entry_paths import with_entry_paths
 from grader.report.model import Report
 from grader.report.render import write_reports
 from grader.sandbox.docker_engine import DockerEngine
-from grader.suite import find_suite
+from grader.suite import Suite, find_suite
 from grader.verdicts import Verdict
 
 
@@ -54,6 +59,9 @@ class RunRequest:
     overlap: bool = True  # reference and entry containers side by side (problem_run.run_pair)
     start_ahead: str = "auto"  # auto | on | off (grader/worker.py)
     ahead_depth: int = 2  # batches started ahead at once
+    suite: str | None = None  # grading one kernel file: its suite (id or folder)
+    force: bool = False  # replace another submission's reports in out_dir
+    keep_checkpoint: bool = False  # keep out_dir/.checkpoint after a run that completed
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -101,28 +109,92 @@ def summary_line(rep: Report) -> str:
             f"correct {s.correctness_rate:.0%}, in {rep.submission.dsl} {s.dsl_adoption_rate:.0%}")
 
 
-def planned_problems(cfg: RunConfig) -> list[str]:
-    """The problems the run will grade, in order, for the progress counts and ETA.
-
-    Best effort: a bundle or suite that cannot be read gives an empty plan here, and the
-    grading itself then raises the error with its own exit code.
-    """
+def _suite_of(cfg: RunConfig) -> tuple[Suite, list[str]] | None:
+    """The bundle's suite and the problems it names; None when the bundle or the suite cannot
+    be read (the grading itself then raises the error with its own exit code)."""
     try:
         work = Path(tempfile.mkdtemp(prefix="grader-plan-"))
     except OSError:
-        return []
+        return None
     try:
         sub = open_bundle(cfg.bundle, work / "b")
-        suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
+        return (find_suite(sub.manifest.submission.suite, list(cfg.suite_roots)),
+                list(sub.manifest.problems))
     except (GraderError, OSError):  # OSError: a full $TMPDIR, reported by the grading itself
-        return []
+        return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return [p for p in suite.problems if not cfg.problems or p in cfg.problems]
+
+
+def planned_problems(cfg: RunConfig) -> list[str]:
+    """The problems the run will grade, in order, for the progress counts and ETA."""
+    found = _suite_of(cfg)
+    if found is None:
+        return []
+    return [p for p in found[0].problems if not cfg.problems or p in cfg.problems]
+
+
+def check_references(suite: Suite, problems: list[str]) -> None:
+    """Refuse, before any container starts, a reference.py that does not even parse: the
+    suite's fault, not the entry's nor the machinery's (issue 23)."""
+    for pid in problems:
+        path = suite.problems[pid].directory / "reference.py"
+        try:
+            ast.parse(path.read_bytes(), filename=str(path))
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None)
+            raise ReferenceFailed(f"{path}{f':{line}' if line else ''}: the suite's reference "
+                                  f"does not parse: {getattr(exc, 'msg', exc)}",
+                                  hint="fix the suite's reference.py (the organiser's file), "
+                                  "then check it with `grader roofline derive "
+                                  f"{path.parent} --device cpu`") from None
+
+
+def failed_references(rep: Report, suite: Suite | None) -> ReferenceFailed | None:
+    """The problems whose reference run failed (judge.reference_failure): graded infra_error,
+    but the suite is at fault, so the run exits ReferenceFailed naming each reference.py."""
+    bad = [p.id for p in rep.problems
+           if any(s.detail.startswith("the reference run failed") for s in p.shapes)]
+    if not bad:
+        return None
+    where = [str(suite.problems[p].directory / "reference.py")
+             if suite is not None and p in suite.problems else f"{p}/reference.py" for p in bad]
+    return ReferenceFailed(
+        f"the suite's reference failed for {', '.join(bad)}: {', '.join(where)} (its shapes are "
+        "reported infra_error: the entry is not at fault)",
+        hint="the reports hold the reference's error excerpt; fix the reference.py, check it "
+        "with `grader roofline derive PROBLEM_DIR --device cpu`, then grade again")
+
+
+def _unknown_problems(cfg: RunConfig, found: tuple[Suite, list[str]] | None) -> None:
+    """Say so when the bundle has kernels for problems the suite lacks: run grades only the
+    suite's problems (issue 23, item 10: they were ignored silently)."""
+    if found is None:
+        return
+    suite, named = found
+    extra = [p for p in named if p not in suite.problems]
+    if extra:
+        click.echo(f"warning: not in suite {suite.id}, not graded: {', '.join(extra)} "
+                   f"(its problems: {', '.join(suite.problems)})", err=True)
 
 
 def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
+    """Grade `req.bundle`: a tar, or a folder or one kernel file packed on the fly."""
+    with packed(req.bundle, problems=req.problems, suite=req.suite,
+                suite_roots=req.suite_roots) as got:
+        return _grade(replace(req, bundle=got.bundle, suite_roots=got.suite_roots), progress)
+
+
+def _grade(req: RunRequest, progress: Progress | None) -> Report:
     cfg = to_config(req)
+    found = _suite_of(cfg) if cfg.bundle.is_file() else None
+    if found is not None:
+        check_references(found[0], [p for p in found[0].problems
+                                    if not cfg.problems or p in cfg.problems])
+        _unknown_problems(cfg, found)
+        with host_fs(f"cannot read {cfg.bundle}", hint=None):
+            sha = hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()
+        outdir.prepare(cfg.out_dir, sha, resume=cfg.resume, force=req.force)
     policy = load_policy(cfg.policy)
     cfg = replace(cfg, policy=policy.name)
     if progress is None:
@@ -132,7 +204,7 @@ def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
         progress.plan(planned_problems(cfg), workers=workers)
 
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
-    rep = grader.run()
+    rep = with_entry_paths(grader.run())
     progress.finish()
     # The secret behind the report's seed commitment (for the organiser, to reproduce inputs)
     # is already in out_dir/seed.secret: the checkpoint wrote it before grading began.
@@ -143,6 +215,10 @@ def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
     click.echo(summary_line(rep))
     for fmt, path in paths.items():
         click.echo(f"{fmt}: {path}")
+    outdir.finish(cfg.out_dir, rep, keep_checkpoint=req.keep_checkpoint)
+    bad_reference = failed_references(rep, found[0] if found else None)
+    if bad_reference is not None:
+        raise bad_reference
     gate_failure(rep, cfg.fail_on, cfg.out_dir)
     return rep
 

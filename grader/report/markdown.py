@@ -16,6 +16,8 @@ from grader.scoring.scores import PHASES, ScoreCard
 from grader.verdicts import SEVERITY, Verdict
 
 CELL_LIMIT = 300  # entry text per table cell; the HTML report has the full excerpts
+ERROR_LIMIT = 700  # an error's excerpt: its end, where a traceback names the exception
+FINDINGS_SHOWN = 20  # per problem; report.json and the SARIF file have them all
 
 EMOJI: dict[Verdict, str] = {
     Verdict.PASSED: "✅",
@@ -89,6 +91,40 @@ def _max_err(shape: ShapeResult) -> str:
     return f"{max(abs_errs):.3g}" if abs_errs else "–"
 
 
+def _tail(text: str, limit: int = ERROR_LIMIT) -> str:
+    """The end of `text`, made inert: a traceback's last lines say what went wrong."""
+    return md_text(text if len(text) <= limit else "…" + text[-(limit - 1):], limit)
+
+
+def _evidence(problem: ProblemResult) -> list[str]:
+    """The errors (one line per distinct excerpt, with the shapes it is from), the entry's
+    stderr and the findings, so that report.md says why, not only what (issue 23: a
+    compile error showed only "importing the kernel file failed")."""
+    lines: list[str] = []
+    by_error: dict[str, list[str]] = {}
+    for shape in problem.shapes:
+        if shape.error_excerpt:
+            by_error.setdefault(shape.error_excerpt, []).append(shape.id)
+    for text, ids in by_error.items():
+        which = "all shapes" if len(ids) == len(problem.shapes) and len(ids) > 1 else \
+            ", ".join(md_text(i, 80) for i in ids[:5]) + (" …" if len(ids) > 5 else "")
+        lines.append(f"**Error** ({which}): {_tail(text)}")
+    if problem.stderr_excerpt:
+        lines.append(f"**Entry stderr** (its end): {_tail(problem.stderr_excerpt)}")
+    findings = [("static", f) for f in problem.findings] + [
+        (s.id, f) for s in problem.shapes for f in s.findings]
+    for where, f in findings[:FINDINGS_SHOWN]:
+        place = (f"{md_text(problem.kernel_file or 'kernel', 120)}:{f.line}" if f.line
+                 else md_text(where, 80))
+        lines.append(f"**Finding** {md_text(f.rule, 40)} ({f.severity.value}) at {place}: "
+                     f"{md_text(f.message)}")
+    if len(findings) > FINDINGS_SHOWN:
+        lines.append(f"… and {len(findings) - FINDINGS_SHOWN} more finding(s) in "
+                     "report.json")
+    # One paragraph each (blank lines between): no list, whose markers entry text could join.
+    return [x for line in lines for x in (line, "")]
+
+
 def _problem_section(problem: ProblemResult, timed: bool) -> list[str]:
     passed = sum(1 for s in problem.shapes if s.verdict is Verdict.PASSED)
     lines = [
@@ -100,7 +136,7 @@ def _problem_section(problem: ProblemResult, timed: bool) -> list[str]:
         lines += [md_text(problem.detail), ""]
     if not problem.shapes:
         lines += [f"_{md_text(problem.verdict.message)}_", ""]
-        return lines
+        return lines + _evidence(problem)
     header = "| Shape | Phase | Verdict | Detail | Max abs err |"
     rule = "|---|---|---|---|---:|"
     if timed:
@@ -118,7 +154,7 @@ def _problem_section(problem: ProblemResult, timed: bool) -> list[str]:
             row += f" {_shape_time(shape)} |"
         lines.append(row)
     lines.append("")
-    return lines
+    return lines + _evidence(problem)
 
 
 def _score(value: float | None) -> str:

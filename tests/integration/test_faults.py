@@ -262,7 +262,8 @@ def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path,
 
     (small_disk / "filler").unlink()
     graded = _count_grading(monkeypatch)
-    rep = grade_bundle(RunRequest(bundle=bundle, out_dir=out, resume=True, quiet=True))
+    rep = grade_bundle(RunRequest(bundle=bundle, out_dir=out, resume=True, quiet=True,
+                                  keep_checkpoint=True))  # kept: read below
     assert graded == ["rmsnorm", "matmul"]
     assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
     assert (out / "report.json").is_file() and (out / "report.html").is_file()

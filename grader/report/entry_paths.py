@@ -1,0 +1,37 @@
+"""Tracebacks in the participant's own words: the harness imports every entry as
+`/grader/entry/kernel.py`, so an entry's error named that path, one the participant has never
+seen (issue 23). On the host, once the report is built, each problem's texts name its kernel's
+path in the bundle instead (`kernels/vector_add.py`). Pure: a Report in, a Report out.
+"""
+
+from __future__ import annotations
+
+from grader.paths import C_ENTRY
+from grader.report.model import ProblemResult, Report
+
+ENTRY_FILE = f"{C_ENTRY}/kernel.py"
+
+
+def _swap(text: str | None, name: str) -> str | None:
+    return None if text is None else text.replace(ENTRY_FILE, name)
+
+
+def _problem(p: ProblemResult) -> ProblemResult:
+    texts = [p.detail, p.stderr_excerpt, *(t for s in p.shapes for t in (s.detail,
+                                                                         s.error_excerpt))]
+    if not p.kernel_file or not any(t and ENTRY_FILE in t for t in texts):
+        return p
+    name = p.kernel_file
+    shapes = [s.model_copy(update={"detail": _swap(s.detail, name) or "",
+                                   "error_excerpt": _swap(s.error_excerpt, name)})
+              for s in p.shapes]
+    return p.model_copy(update={"detail": _swap(p.detail, name) or "",
+                                "stderr_excerpt": _swap(p.stderr_excerpt, name),
+                                "shapes": shapes})
+
+
+def with_entry_paths(rep: Report) -> Report:
+    problems = [_problem(p) for p in rep.problems]
+    if all(new is old for new, old in zip(problems, rep.problems, strict=True)):
+        return rep
+    return rep.model_copy(update={"problems": problems})

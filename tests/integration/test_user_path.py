@@ -1,0 +1,62 @@
+"""Issue 23 against the real engine: grading one kernel file and a folder, the Markdown report
+naming the participant's path and error, the output folder reused, a broken reference."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.paths import PROBLEM_BUNDLES, REPO
+
+pytestmark = pytest.mark.docker
+
+
+def _grader(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, cwd=REPO, check=False)
+
+
+def test_one_kernel_file_then_a_folder_into_one_output(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    kernel = tmp_path / "my_add.py"
+    kernel.write_text("import triton\nimport no_such_module_here\n\ndef kernel(x, y):\n"
+                      "    return x\n")
+    out = tmp_path / "out"
+    res = _grader("run", str(kernel), "--problem", "vector_add", "--suite", "demo", "-o",
+                  str(out), "--format", "json,md")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["problems"][0]["verdict"] == "compile_error"
+    md = (out / "report.md").read_text()
+    assert "/grader/entry" not in md and "no\\_such\\_module\\_here" in md
+    assert "kernels/vector\\_add.py" in md
+    assert not (out / ".checkpoint").exists() and (out / "seed.secret").is_file()
+
+    # Another submission into the same folder: refused, then replaced with --force, and the
+    # first run's report.md (a format this run does not write) does not survive beside it.
+    folder = REPO / "examples" / "triton"
+    res = _grader("run", str(folder), "--problem", "vector_add", "-o", str(out))
+    assert res.returncode == 2 and "another submission" in res.stderr and "--force" in res.stderr
+    res = _grader("run", str(folder), "--problem", "vector_add", "-o", str(out), "--force",
+                  "--keep-checkpoint")
+    assert res.returncode == 0, res.stderr
+    assert json.loads((out / "report.json").read_text())["problems"][0]["verdict"] == "passed"
+    assert not (out / "report.md").exists() and (out / ".checkpoint").is_dir()
+
+
+def test_a_broken_reference_blames_the_suite(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    suite = tmp_path / "suites" / "demo"
+    shutil.copytree(PROBLEM_BUNDLES / "demo", suite)
+    ref = suite / "vector_add" / "reference.py"
+    ref.write_text(ref.read_text() + "\n\ndef reference(*inputs):\n"
+                   "    raise RuntimeError('the organiser broke this')\n")
+    out = tmp_path / "out"
+    res = _grader("run", str(REPO / "examples" / "triton"), "--problem", "vector_add",
+                  "--suites", str(tmp_path / "suites"), "-o", str(out))
+    assert res.returncode == 21, res.stderr
+    assert str(ref) in res.stderr and "hint:" in res.stderr
+    assert (out / "report.json").is_file()  # the reports are still written
