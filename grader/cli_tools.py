@@ -206,11 +206,12 @@ def bundle_check(bundle_path: Path, policy_name: str, suite_roots: tuple[Path, .
               help="The suite folder (problem_bundles/<suite>) to create the problem in.")
 def init(problem_id: str, suite_dir: Path) -> None:
     """Scaffold a new problem: SUITE/PROBLEM_ID/problem.toml and reference.py, valid as
-    written (one smoke shape), with TODOs to fill. Refuses to overwrite anything."""
+    written (one smoke shape), with TODOs to fill; in a new suite also SUITE/suite.toml and
+    weights.toml. Refuses to overwrite anything."""
     from grader.init_problem import scaffold
 
     made = scaffold(problem_id, suite_dir)
-    for path in made.files:
+    for path in [*made.suite_files, *made.files]:
         click.echo(f"created {path}")
     for step in made.next_steps:
         click.echo(f"next: {step}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
@@ -21,11 +21,43 @@ FILES: dict[str, str] = {"problem.toml": "problem.toml.tmpl", "reference.py": "r
 PROBLEM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+SUITE_TOML = """\
+# Suite `$id`, created by `grader init`. Field by field: docs/formats.md (Suites).
+[suite]
+id = "$id"  # the folder's name
+description = "TODO: what this suite measures, for agents and readers"
+version = "0.1.0"
+problems = [$problems]  # add each new problem here (grader init does for a new suite)
+seeds_per_shape = 2
+timeout_s = 300
+"""
+WEIGHTS_TOML = """\
+# Importance weights of suite `$id`'s scored shapes: each shape's share of the score.
+# Smoke shapes carry none. Field by field: docs/formats.md (Weights).
+version = "0.1.0"
+source = "TODO: where the weights come from (traces, a serving model, uniform)"
+
+# One table per scored (problem, shape), e.g.:
+# [[weights]]
+# problem = "$first"
+# shape = "prefill_8k"
+# weight = 1.0
+"""
+
+
+def suite_files(suite_id: str, problem_id: str) -> dict[str, str]:
+    """suite.toml and weights.toml of a new suite holding `problem_id` (pure)."""
+    values = {"id": suite_id, "problems": f'"{problem_id}"', "first": problem_id}
+    return {"suite.toml": Template(SUITE_TOML).substitute(values),
+            "weights.toml": Template(WEIGHTS_TOML).substitute(values)}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scaffold:
     directory: Path
-    files: list[Path]
+    files: list[Path]  # the problem's
     next_steps: list[str]
+    suite_files: list[Path] = field(default_factory=list)  # a new suite's toml files
 
 
 def render(problem_id: str, problem_dir: Path) -> dict[str, str]:
@@ -48,19 +80,35 @@ def scaffold(problem_id: str, suite_dir: Path) -> Scaffold:
     if target.exists():
         raise UsageError(f"{target}: already exists; grader init never overwrites",
                          hint="choose another id, or remove the folder first")
-    texts = render(problem_id, target)
+    # A new suite gets its suite.toml and weights.toml too (issue 23: init told the user to
+    # edit files it had not made); an existing suite's are never touched.
+    new_suite = not (suite_dir / "suite.toml").exists()
+    suite_id = suite_dir.resolve().name
+    if new_suite and not PROBLEM_ID.fullmatch(suite_id):
+        raise UsageError(f"--suite {suite_dir}: {suite_id!r} is not a valid suite id (a new "
+                         "suite's id is its folder's name)",
+                         hint="name the folder with letters, digits, `_`, `.` and `-`")
+    if new_suite and (suite_dir / "weights.toml").exists():
+        raise UsageError(f"{suite_dir}: has weights.toml but no suite.toml; grader init "
+                         "never overwrites", hint="add suite.toml by hand, or remove the "
+                         "weights.toml")
+    texts = {name: (target, text) for name, text in render(problem_id, target).items()}
+    if new_suite:
+        texts.update({name: (suite_dir, text)
+                      for name, text in suite_files(suite_id, problem_id).items()})
     try:
         target.mkdir(parents=True)
         written = []
-        for name, text in texts.items():
-            path = target / name
+        for name, (folder, text) in texts.items():
+            path = folder / name
             with open(path, "x", encoding="utf-8") as fh:  # "x": fail rather than overwrite
                 fh.write(text)
             written.append(path)
     except OSError as exc:
         raise UsageError(f"{target}: cannot create the problem: {exc.strerror or exc}",
                          hint="check that --suite is a writable folder") from None
-    return Scaffold(directory=target, files=written,
+    return Scaffold(directory=target, files=[p for p in written if p.parent == target],
+                    suite_files=[p for p in written if p.parent != target],
                     next_steps=next_steps(problem_id, suite_dir, target))
 
 
@@ -78,4 +126,6 @@ def next_steps(problem_id: str, suite_dir: Path, target: Path) -> list[str]:
     if not listed:
         steps.append(f"add {problem_id!r} to [suite].problems in {suite_toml}")
     steps.append(f"give its scored shapes weights in {suite_dir / 'weights.toml'}")
+    steps.append(f"grade a kernel for it: grader run KERNEL.py --problem {problem_id} "
+                 f"--suite {suite_dir}")
     return steps

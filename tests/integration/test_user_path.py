@@ -60,3 +60,25 @@ def test_a_broken_reference_blames_the_suite(engine, runtime, tmp_path: Path) ->
     assert res.returncode == 21, res.stderr
     assert str(ref) in res.stderr and "hint:" in res.stderr
     assert (out / "report.json").is_file()  # the reports are still written
+
+
+def test_from_init_to_a_graded_kernel(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    suite = tmp_path / "my-suite"
+    res = _grader("init", "double", "--suite", str(suite))
+    assert res.returncode == 0, res.stderr
+    kernel = tmp_path / "double.py"
+    kernel.write_text(
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    mask = offs < n\n"
+        "    tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=mask), mask=mask)\n\n\n"
+        "def kernel(x):\n    out = torch.empty_like(x)\n    n = x.numel()\n"
+        "    _double[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)\n    return out\n")
+    out = tmp_path / "out"
+    res = _grader("run", str(kernel), "--problem", "double", "--suite", str(suite), "-o",
+                  str(out))
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["suite"]["id"] == "my-suite"
+    assert [p["verdict"] for p in rep["problems"]] == ["passed"], rep["problems"]
