@@ -120,11 +120,14 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> 
 @click.argument("reports", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--allow-mixed", is_flag=True,
-              help="Compare reports of different bundles, suites, weights or policies anyway.")
+              help="Compare reports that are not one entry scored the same way: different "
+              "bundles (two entries: the ratios then compare entries, not machines), suites, "
+              "weights versions or policies. The output notes what differs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None:
     """One entry on several machines: S_i per problem on each, and its portability (S_i on a
-    report over S_i on the first)."""
+    report over S_i on the first). Each column names its machine and its submission. Two
+    different entries: pass --allow-mixed (see below)."""
     from grader.report.render import load_report
     from grader.scoring.compare import compare as run_compare
     from grader.scoring.compare import comparison_text

@@ -27,6 +27,7 @@ class Run(Frozen):
     """One report's context and scores."""
 
     label: str  # the hardware profile, numbered if it appears twice
+    submission: str = ""  # the report's submission name (a column's second header line)
     hardware: str
     device: str
     is_performance: bool
@@ -90,14 +91,19 @@ def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparis
         raise UsageError(f"report(s) {unscored} have no scores",
                          hint="re-score them with `grader rescore`")
     contexts = [_context(r) for r in reports]
+    two_entries = len({c["bundle_sha256"] for c in contexts}) > 1
     context = check_comparable(
         contexts, SAME, allow_mixed=allow_mixed,
-        refusal="the reports are not the same entry scored the same way",
-        hint="compare one bundle's reports of one suite, weights version and policy, "
-             "or pass --allow-mixed")
+        refusal="the reports are not the same entry scored the same way" + (
+            f" (submissions {', '.join(dict.fromkeys(r.submission.name for r in reports))})"
+            if two_entries else ""),
+        hint="compare is for one entry (one bundle) on several machines; to compare "
+             "different entries or reports scored differently anyway, pass --allow-mixed: the "
+             "ratios then compare entries rather than machines, and the output says so")
     cards = [r.scores for r in reports if r.scores is not None]
     labels = _labels(reports)
-    runs = [Run(label=label, hardware=r.environment.hardware, device=r.environment.device,
+    runs = [Run(label=label, submission=r.submission.name, hardware=r.environment.hardware,
+                device=r.environment.device,
                 is_performance=r.environment.is_performance, s_agg=c.s_agg,
                 s_agg_by_phase=dict(c.s_agg_by_phase))
             for label, r, c in zip(labels, reports, cards, strict=True)]
@@ -115,6 +121,9 @@ def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparis
         notes.append("the same hardware appears more than once: a ratio there measures "
                      "run-to-run noise, not portability")
     differing = [f for f, v in context.items() if len(v) > 1]
+    if "bundle_sha256" in differing:
+        notes.append("different entries: a ratio compares an entry with the baseline's entry "
+                     "(and their machines), not one entry's portability")
     if differing:
         notes.append("mixed: " + ", ".join(differing) + " differ between the reports")
     base = runs[0]
@@ -128,19 +137,28 @@ def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparis
 
 
 def comparison_text(cmp: Comparison) -> str:
-    """A plain table: S_i per run, then portability against the baseline."""
-    def cell(v: float | None) -> str:
-        return f"{'-' if v is None else f'{v:.3f}':>12}"
+    """A plain table: S_i per run, then portability against the baseline. Each column is as
+    wide as its labels (nothing cut, two spaces between columns: issue 23 saw
+    `cpu-interprecpu-interpre`) and names its machine and, on a second line, its submission."""
+    first = max([len("S_agg decode"), *(len(p.problem) for p in cmp.problems)])
+    widths = [max(8, len(r.label), len(r.submission)) for r in cmp.runs]
 
-    head = f"{'':<24}" + "".join(f"{r.label[:12]:>12}" for r in cmp.runs)
-    lines = [f"submission {cmp.submission}; baseline {cmp.baseline}", "", "S_i", head]
-    lines += [f"{p.problem[:24]:<24}" + "".join(cell(v) for v in p.s) for p in cmp.problems]
-    lines += [f"{'S_agg':<24}" + "".join(cell(r.s_agg) for r in cmp.runs), "",
-              f"portability (S on run / S on {cmp.baseline})", head]
-    lines += [f"{p.problem[:24]:<24}" + "".join(cell(v) for v in p.portability)
-              for p in cmp.problems]
-    lines.append(f"{'S_agg':<24}" + "".join(cell(v) for v in cmp.s_agg_ratio))
+    def row(name: str, cells: list[str]) -> str:
+        return (name.ljust(first) + "".join(
+            "  " + c.rjust(w) for c, w in zip(cells, widths, strict=True))).rstrip()
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    head = [row("", [r.label for r in cmp.runs]), row("", [r.submission for r in cmp.runs])]
+    subs = list(dict.fromkeys(r.submission for r in cmp.runs))
+    lines = [f"submission {', '.join(subs)}; baseline {cmp.baseline}", "", "S_i", *head]
+    lines += [row(p.problem, [num(v) for v in p.s]) for p in cmp.problems]
+    lines += [row("S_agg", [num(r.s_agg) for r in cmp.runs]), "",
+              f"portability (S on run / S on {cmp.baseline})", *head]
+    lines += [row(p.problem, [num(v) for v in p.portability]) for p in cmp.problems]
+    lines.append(row("S_agg", [num(v) for v in cmp.s_agg_ratio]))
     for ph, values in cmp.s_agg_ratio_by_phase.items():
-        lines.append(f"{'S_agg ' + ph:<24}" + "".join(cell(v) for v in values))
+        lines.append(row(f"S_agg {ph}", [num(v) for v in values]))
     lines += [f"note: {n}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
