@@ -152,13 +152,23 @@ SUITES_OPTION = click.option(
 @click.argument("suite")
 @click.option("-o", "--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The kit to write, e.g. kit.tar.")
+@click.option("--no-run-check", is_flag=True,
+              help="Check only that each reference imports (for references that need a GPU); "
+              "by default each also runs once on the CPU on its smallest shape.")
 @SUITES_OPTION
-def release(suite: str, out: Path, suite_roots: tuple[Path, ...]) -> None:
-    """Write the kit agents get for SUITE: specs, references, public shapes; nothing hidden."""
+def release(suite: str, out: Path, suite_roots: tuple[Path, ...], no_run_check: bool) -> None:
+    """Write the kit agents get for SUITE: specs, references, public shapes; nothing hidden.
+    Refuses (exit 21) a suite whose reference does not import or fails on its smallest
+    shape on the CPU."""
     from grader.scoring.release import build_kit
     from grader.suite import find_suite
+    from grader.suite_selfcheck import self_check
 
-    kit = build_kit(find_suite(suite, _suite_roots(suite_roots)))
+    found = find_suite(suite, _suite_roots(suite_roots))
+    checked = self_check(found, run=not no_run_check)
+    click.echo(f"self-check: {len(checked)} reference(s) "
+               f"{'imported' if no_run_check else 'imported and run on the CPU'}", err=True)
+    kit = build_kit(found)
     out.write_bytes(kit)
     click.echo(f"kit: {out} ({len(kit)} bytes)")
 
