@@ -124,6 +124,11 @@ class _Binds:
     def folder(self, path: str, why: str) -> None:
         real = os.path.realpath(path)
         if os.path.isdir(real) and not self._covered(real, real):
+            # A file bound earlier inside it shows the folder's own file: the folder shows it.
+            for target, b in list(self.items.items()):
+                if target != real and _within(target, real) and \
+                        os.path.realpath(target) == os.path.realpath(b.host):
+                    del self.items[target]
             self.items[real] = HostBind(host=real, container=real, why=why)
 
     def file(self, path: str, why: str) -> None:
@@ -334,6 +339,13 @@ def _include_dir() -> str:
 
 def _library(b: _Binds, path: str) -> None:
     folder = os.path.realpath(os.path.dirname(path))
+    real = os.path.realpath(path)
+    if any(x.why == "driver" and x.host == real for x in b.items.values()):
+        # A driver library: bound file by file at the names ldconfig lists, never its folder
+        # (the H200's /usr/local/nvidia/lib64: bound whole, it hid its own file binds, which
+        # the expected view counted, and showed the whole driver; issue 18).
+        b.file(path, "driver")
+        return
     if any(x.folder and _within(os.path.realpath(path), x.host) for x in b.items.values()):
         b.file(path, "library")  # its folder is bound; this adds the loader's name if elsewhere
     elif _too_wide(folder):
@@ -417,9 +429,13 @@ def expected_view(binds: Iterable[HostBind], roots: Iterable[str] = VIEW_ROOTS) 
     roots = tuple(roots)
     seen = {d for d in SKELETON_DIRS if d in roots}
     seen.update(p for p in ENGINE_ETC if any(_within(p, r) for r in roots))
+    binds = list(binds)
+    folders = [b.container for b in binds if b.folder]
     for b in binds:
         if not any(_within(b.container, r) for r in roots):
             continue
+        if any(b.container != f and _within(b.container, f) for f in folders):
+            continue  # inside a bound folder: a mount point, which a listing does not enter
         path = b.container
         while path != "/":
             if any(_within(path, r) for r in roots):

@@ -21,6 +21,7 @@ from grader.host_runtime import (
     _link_chain,
     _script_paths,
     _too_wide,
+    _within,
     bind_conflicts,
     expected_view,
     parse_ldd,
@@ -187,3 +188,108 @@ def test_our_passwd_names_no_host_account(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert users == ["root", "nobody"]
     assert oct(os.stat(files["/etc/group"]).st_mode & 0o777) == "0o644"
     assert set(files) <= {"/etc/passwd", "/etc/group", "/etc/ld.so.cache"}
+
+
+# The H200 (2026-12-02): the driver lives in /usr/local/nvidia/lib64, and /usr/lib holds links
+# to it; `ldconfig -p` lists both. Each name is bound, and ldd named the folder's libcuda.so.1.
+H200_DRIVER = {"libcuda.so": "1", "libnvidia-ml.so": "1", "libnvidia-nvvm.so": "4",
+               "libnvidia-gpucomp.so": None}
+H200_VERSION = "580.159.04"
+
+
+def _h200_layout(root: Path) -> tuple[Path, str]:
+    """Fake driver files under `root` as on the H200, and its `ldconfig -p` listing."""
+    nv = root / "usr" / "local" / "nvidia" / "lib64"
+    usr_lib = root / "usr" / "lib"
+    nv.mkdir(parents=True)
+    usr_lib.mkdir(parents=True)
+    (nv / "libnvidia-cfg.so.1").write_bytes(b"\x7fELF")  # the driver's rest: never shown
+    lines = []
+    for lib, major in H200_DRIVER.items():
+        real = nv / f"{lib}.{H200_VERSION}"
+        real.write_bytes(b"\x7fELF")
+        names = [lib] + ([f"{lib}.{major}"] if major else [f"{lib}.{H200_VERSION}"])
+        for name in names:
+            if name != real.name:
+                (nv / name).symlink_to(real.name)
+            (usr_lib / name).symlink_to(f"../local/nvidia/lib64/{real.name}")
+            lines += [f"\t{name} (libc6,x86-64) => {nv / name}",
+                      f"\t{name} (libc6,x86-64) => {usr_lib / name}"]
+    return nv, "\n".join(lines) + "\n"
+
+
+def _container_view(binds: list[HostBind], root: str, scratch: Path) -> set[str]:
+    """What a container shows under `root` with `binds`, as the GPU tests list it: Docker mounts
+    shallow targets first, creating what is missing, and the listing enters no mount point."""
+    folders: list[str] = []
+    for b in sorted(binds, key=lambda b: b.container.count("/")):
+        target = scratch / b.container.lstrip("/")
+        if any(_within(b.container, f) for f in folders):
+            # The folder shows the host's: Docker would refuse a mount point missing there.
+            assert os.path.lexists(b.container), b
+            continue
+        if b.folder:
+            target.mkdir(parents=True, exist_ok=True)
+            folders.append(b.container)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch()
+    mounts = {b.container for b in binds}
+    seen: list[str] = []
+
+    def visit(path: str) -> None:
+        seen.append(path)
+        real = scratch / path.lstrip("/")
+        if path in mounts or not real.is_dir() or real.is_symlink():
+            return
+        for name in sorted(os.listdir(real)):
+            visit(os.path.join(path, name))
+
+    visit(root)
+    assert len(seen) == len(set(seen))
+    return set(seen)
+
+
+def test_the_h200_driver_layout_is_bound_by_name_and_seen_as_expected(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    nv, ldconfig = _h200_layout(host)
+    toolkit = host / "opt" / "cuda" / "lib64"
+    toolkit.mkdir(parents=True)
+    (toolkit / "libcudart.so.13").write_bytes(b"\x7fELF")
+    (toolkit / "libnvrtc-builtins.so.13").write_bytes(b"\x7fELF")
+    b = _Binds()
+    drivers = driver_library_links(ldconfig)
+    assert len(drivers) == 2 * 2 * len(H200_DRIVER)  # each name, in both folders
+    for link in drivers:  # as resolve() does: the driver first, then what ldd names
+        b.file(link, "driver")
+    b.file(str(toolkit / "libcudart.so.13"), "interpreter")
+    host_runtime._library(b, str(nv / "libcuda.so.1"))  # ldd: libcuda.so.1 => <nv>/...
+    host_runtime._library(b, str(toolkit / "libcudart.so.13"))
+    binds = list(b.result())
+    nv_real = str(nv.resolve())
+    # The driver: file by file, never its folder (which holds the rest of the driver).
+    assert not [x for x in binds if x.folder and _within(nv_real, x.container)], binds
+    in_nv = {os.path.basename(x.container) for x in binds if os.path.dirname(x.container)
+             == nv_real}
+    assert in_nv == {p.name for p in nv.iterdir()} - {"libnvidia-cfg.so.1"}
+    assert all(x.why == "driver" for x in binds if x.container.startswith(nv_real))
+    # A toolkit's folder is bound whole, and the file bound in it before is not bound again.
+    tk = str(toolkit.resolve())
+    assert [x.container for x in binds if _within(x.container, tk)] == [tk]
+    root = str(host.resolve())
+    seen = _container_view(binds, root, tmp_path / "container")
+    assert seen == expected_view(binds, [root])
+    assert f"{nv_real}/libnvidia-cfg.so.1" not in seen
+
+
+def test_paths_inside_a_bound_folder_are_not_expected(tmp_path: Path) -> None:
+    """A file bound inside a bound folder is a mount point that no listing reaches: counting it
+    made the H200's expected view 20 paths larger than what the container showed."""
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / "libx.so.1").write_bytes(b"\x7fELF")
+    root = str(tmp_path.resolve())
+    binds = [_bind(str(folder.resolve())),
+             _bind(str(folder.resolve() / "libx.so.1"), "driver")]
+    assert expected_view(binds, [root]) == {root, str(folder.resolve())}
+    assert _container_view(binds, root, tmp_path / "container") == expected_view(binds, [root])
