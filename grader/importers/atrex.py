@@ -37,6 +37,7 @@ from grader.importers.common import (
     problem_id,
     read_json,
     read_python,
+    reason,
     render_template,
     shape_id,
     top_class,
@@ -331,7 +332,7 @@ def read(root: Path, *, skip_bad: bool = False) -> SuiteDraft:
         except ProblemError as exc:
             if not skip_bad:
                 raise
-            skipped.append(f"{op}: {exc.message}")
+            skipped.append(reason(op, exc.message))
     notes: list[str] = []
     weights, source = _weights(root, problems, notes) if problems else ([], "")
     return SuiteDraft(kind="atrex", source=root,

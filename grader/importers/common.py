@@ -236,6 +236,11 @@ def merge_params(init: dict[str, Param], inputs: dict[str, Param], where: str
     return {**init, **inputs}
 
 
+def reason(origin: object, message: str) -> str:
+    """A refusal's line: the source named once (most messages begin with it)."""
+    return message if message.startswith(str(origin)) else f"{origin}: {message}"
+
+
 def render_template(name: str, **values: str) -> bytes:
     text = Template((TEMPLATES / name).read_text(encoding="utf-8")).substitute(values)
     return text.encode()

@@ -30,6 +30,7 @@ from grader.importers.common import (
     merge_params,
     problem_id,
     read_python,
+    reason,
     render_template,
     top_class,
     top_function,
@@ -268,7 +269,7 @@ def read(root: Path, *, skip_bad: bool = False) -> SuiteDraft:
         except ProblemError as exc:
             if not skip_bad:
                 raise
-            skipped.append(f"{path}: {exc.message}")
+            skipped.append(reason(path, exc.message))
     return SuiteDraft(
         kind="kernelbench", source=root, description=f"Imported from KernelBench ({root.name})",
         problems=problems, weights=[Weight(problem=p.id, weight=1.0) for p in problems],

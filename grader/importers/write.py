@@ -21,7 +21,7 @@ from types import ModuleType
 from grader.errors import GraderError, ProblemError, UsageError
 from grader.formats._base import parse_toml
 from grader.formats.problem import Problem, SuiteFile, SuiteInfo, Weights
-from grader.importers.common import ProblemDraft, ShapeDraft, SuiteDraft
+from grader.importers.common import ProblemDraft, ShapeDraft, SuiteDraft, reason
 from grader.importers.render import problem_toml, suite_toml, weights_toml
 from grader.importers.smoke import with_smoke
 from grader.init_problem import PROBLEM_ID
@@ -164,7 +164,7 @@ def write_suite(draft: SuiteDraft, opts: ImportOptions) -> ImportResult:
                 if not opts.skip_bad:
                     raise
                 shutil.rmtree(staging / p.id, ignore_errors=True)
-                skipped.append(f"{p.origin}: {exc.message}")
+                skipped.append(reason(p.origin, exc.message))
                 continue
             problems.append(p.id)
             derived += d
