@@ -33,5 +33,5 @@ if ! "$py" -c 'import torch, triton' >/dev/null 2>&1; then
   "$py" -m pip install -q torch==2.13.0 triton==3.9.0
 fi
 log "installing grader and its test tools"
-"$py" -m pip install -q -e ".[dev]"
+"$py" -m pip install -q -e ".[dev,ray]"  # ray: tests/integration/test_round.py's cluster
 log "ready: $(docker version --format 'docker engine {{.Server.Version}}')"

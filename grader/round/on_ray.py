@@ -1,0 +1,136 @@
+"""A round on a Ray cluster (`grader round --ray auto|ADDRESS`): one Ray task per entry.
+
+Ray does the placement, the retries and the node membership; nothing here schedules. Each
+task asks for one unit of the custom resource `grader_docker` (a node offers it when it has
+a Docker engine the grader may use: `ray start ... --resources '{"grader_docker": 1}'`, one
+unit per entry it may grade at once) and, with `--device cuda`, one GPU (`num_gpus=1`; the
+task grades on the GPU Ray gave it). A task grades its entry on its own node, with that
+node's Docker engine, images (the same content-hash tags, built there on first use) and
+suite (which must have the manifest's content hash), into a folder of that node's, and
+returns the report as JSON; the driver validates it and writes it into the round folder.
+A node lost mid-round costs its running tasks, which Ray runs again elsewhere
+(`max_retries`); entries already written by the driver are kept.
+
+References are computed once per node (each node's cache is its own folder, under its
+`$TMPDIR`, never bound into a container), not once per round.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from grader.errors import UsageError
+from grader.progress import Progress
+from grader.report.model import Report
+from grader.round.entry import Graded, grade_entry
+from grader.round.model import Manifest, ManifestEntry, Outcome
+from grader.round.store import RoundDir
+from grader.suite import find_suite
+
+RESOURCE = "grader_docker"  # the custom resource of a node that can grade (its Docker engine)
+MAX_RETRIES = 3  # a task whose node died is run again elsewhere this many times
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--ray: Ray is not installed",
+                         hint="pip install 'grader[ray]' (ray 2.60)") from None
+    return ray
+
+
+def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: str,
+               suite_digest: str, shared: bool) -> dict[str, str | None]:
+    """Runs on a node: grade one entry there; the report and outcome as JSON for the driver."""
+    import ray
+
+    from grader.round.run import suite_digest as digest_of
+
+    node = ray.get_runtime_context().get_node_id()
+    base = Path(tempfile.gettempdir()) / "grader-round" / round_id
+    work = base / name
+    work.mkdir(parents=True, exist_ok=True)
+    os.chmod(base, 0o700)
+    path = work / "bundle.tar"
+    path.write_bytes(bundle)
+    suite = find_suite(run.suite_for_round, list(run.suite_roots))
+    if digest_of(suite) != suite_digest:
+        outcome = Outcome(name=name, status="failed", node=node,
+                          error=f"node {node}: its suite {suite.id!r} is not the round's "
+                          "(its content hash differs)")
+        return {"report": None, "outcome": outcome.model_dump_json()}
+    req = replace(run.request, bundle=path, out_dir=work / "out", seed_secret=secret_hex,
+                  formats=("json",))
+    if req.device == "cuda":
+        req = replace(req, gpus=tuple(int(g) for g in ray.get_gpu_ids()) or req.gpus)
+    got = grade_entry(name, req, base / ".references" if shared else None, Progress("off"),
+                      node=node)
+    return {"report": got.report.model_dump_json() if got.report else None,
+            "outcome": got.outcome.model_dump_json()}
+
+
+class _Run:
+    """What a task needs besides its entry (picklable)."""
+
+    def __init__(self, request: Any, suite: str, suite_roots: tuple[Path, ...]) -> None:
+        self.request = request
+        self.suite_for_round = suite
+        self.suite_roots = suite_roots
+
+
+def grade_on_ray(req: Any, rd: RoundDir, manifest: Manifest, todo: list[ManifestEntry],
+                 secret: bytes, progress: Any) -> None:
+    """Submit one task per entry of `todo`; write each result as it comes back."""
+    from grader.paths import PROBLEM_BUNDLES
+    from grader.round.run import entry_request, record
+
+    ray = _import_ray()
+    if not todo:
+        return
+    ray.init(address=req.ray, log_to_driver=False, configure_logging=False)
+    try:
+        remote = ray.remote(grade_task).options(
+            resources={RESOURCE: 1}, num_gpus=1 if req.run.device == "cuda" else 0,
+            num_cpus=1, max_retries=MAX_RETRIES)
+        roots = tuple(req.run.suite_roots or (PROBLEM_BUNDLES,))
+        pending: dict[Any, str] = {}
+        for e in todo:
+            run = _Run(entry_request(req, rd, e, secret), manifest.suite.id,
+                       tuple(p.resolve() for p in roots))
+            assert e.bundle is not None
+            ref = remote.remote(e.name, (rd.root / e.bundle).read_bytes(), run, secret.hex(),
+                                manifest.round_id, manifest.suite.digest,
+                                req.shared_references)
+            pending[ref] = e.name
+            progress(f"entry {e.name}: submitted to the Ray cluster")
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            name = pending.pop(done[0])
+            got = _result(ray, done[0], name)
+            out = record(rd, req, got)
+            progress(f"entry {name}: {out.status} on node {out.node}"
+                     + (f" ({out.error})" if out.error else ""))
+    finally:
+        ray.shutdown()
+
+
+def _result(ray: Any, ref: Any, name: str) -> Graded:
+    """A task's result, checked: the report is validated against the schema here, on the
+    driver; a task that failed (retries spent, a grader bug) is the entry's `failed`."""
+    try:
+        raw = ray.get(ref)
+        outcome = Outcome.model_validate_json(raw["outcome"])
+        report = Report.model_validate_json(raw["report"]) if raw["report"] else None
+    except Exception as exc:  # a lost node past its retries, or a bug on the node
+        return Graded(report=None, outcome=Outcome(
+            name=name, status="failed", error=f"the Ray task failed: {type(exc).__name__}: "
+            f"{str(exc)[:500]}"))
+    if outcome.name != name:
+        return Graded(report=None, outcome=Outcome(name=name, status="failed",
+                                                   error="the task returned another entry"))
+    return Graded(report=report, outcome=outcome)

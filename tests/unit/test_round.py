@@ -1,0 +1,212 @@
+"""`grader round` without Docker: entry names, the leaderboard (ranks, ties, refused and
+failed entries), its renderings fed hostile text, resuming, the reference cache's files, and
+`grader round verify` catching each kind of tampering with a round folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from grader.checkpoint import commitment
+from grader.errors import EXIT_CODES, RoundMismatch
+from grader.grade import summarize
+from grader.jobs import Case
+from grader.paths import REPO
+from grader.report.model import (
+    Environment,
+    ProblemResult,
+    Report,
+    ShapeResult,
+    SubmissionSummary,
+    SuiteSummary,
+)
+from grader.report.render import write_reports
+from grader.round.board import build_board
+from grader.round.entries import find_entries, safe_name, sha256_file
+from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef
+from grader.round.refcache import ReferenceCache, batch_key
+from grader.round.render import board_html, board_markdown
+from grader.round.run import finish, pending
+from grader.round.store import RoundDir
+from grader.round.verify import require, verify_round
+from grader.verdicts import Verdict, worst
+
+SECRET = bytes(range(32))
+PWN = "<script>document.title='PWNED'</script><img src=x onerror=alert(1)>"
+SUITE = SuiteRef(id="demo", version="0.2.0", weights_version="0.1.0", digest="d" * 64)
+SETTINGS = Settings(policy="triton", device="cpu", runtime="cpu", hardware="auto",
+                    shapes="auto", problems=["vector_add"])
+
+
+def _report(name: str, verdicts: list[Verdict], sha: str) -> Report:
+    shapes = [ShapeResult(id=f"s{i}", phase="decode", smoke=True, params={"n": 4},
+                          verdict=v, detail="d") for i, v in enumerate(verdicts)]
+    problems = [ProblemResult(id="vector_add", operator="add", verdict=worst(verdicts),
+                              shapes=shapes)]
+    return Report(
+        created_at=datetime(2026, 1, 5, tzinfo=UTC),
+        submission=SubmissionSummary(name=name, suite="demo", dsl="triton", bundle_sha256=sha),
+        suite=SuiteSummary(id="demo", version="0.2.0", weights_version="0.1.0"),
+        environment=Environment(grader_version="0.1.0", hardware="cpu-interpreter",
+                                device="cpu", is_performance=False, policy="triton",
+                                seed_commitment=commitment(SECRET)),
+        problems=problems, summary=summarize(problems))
+
+
+def _round(tmp_path: Path) -> tuple[RoundDir, Manifest]:
+    """A round folder as `grader round` leaves it: two tied entries, a fallback one, one
+    refused at intake and one whose grading failed."""
+    rd = RoundDir(tmp_path / "round")
+    rd.bundles.mkdir(parents=True)
+    entries, graded = [], {"a": [Verdict.PASSED], "b": [Verdict.PASSED],
+                           "c": [Verdict.FALLBACK], "f": []}
+    for name in graded:
+        (rd.bundles / f"{name}.tar").write_bytes(name.encode() * 100)
+        entries.append(ManifestEntry(name=name, source=f"/src/{name}", bundle=f"bundles/{name}.tar",
+                                     sha256=sha256_file(rd.bundles / f"{name}.tar"),
+                                     declared_name=PWN if name == "c" else name))
+    entries.append(ManifestEntry(name="r", source="/src/r", refused=f"unreadable {PWN}",
+                                 renamed_from="r r"))
+    manifest = Manifest(round_id="abc", created_at=datetime(2026, 1, 5, tzinfo=UTC),
+                        grader_version="0.1.0", suite=SUITE, settings=SETTINGS,
+                        seed_commitment=commitment(SECRET), entries=entries)
+    rd.create(manifest, SECRET)
+    for i, (name, verdicts) in enumerate(graded.items()):
+        if not verdicts:
+            rd.save_outcome(Outcome(name=name, status="failed", error="engine down"))
+            continue
+        e = entries[i]
+        assert e.sha256 is not None
+        write_reports(_report(name, verdicts, e.sha256), rd.entry_dir(name), ["json"])
+        rd.save_outcome(Outcome(name=name, status="graded", report_sha256=rd.report_sha256(name),
+                                references=[RefUse(problem="vector_add", key="k" * 64, cases=2,
+                                                   computed=name == "a")]))
+    finish(rd, manifest)
+    return rd, manifest
+
+
+def test_entry_names_are_safe_and_unique(tmp_path: Path) -> None:
+    for d in ("one", "two"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "team.tar").write_bytes(b"x")
+    (tmp_path / "one" / "x y<z>.tar").write_bytes(b"x")
+    (tmp_path / "one" / "notes.txt").write_text("not an entry")
+    found = find_entries([tmp_path / "one", tmp_path / "two" / "team.tar"])
+    assert [f.name for f in found] == ["team", "x-y-z", "team-2"]
+    assert [f.renamed_from for f in found] == [None, "x y<z>", "team"]
+    assert safe_name("../..") == "entry" and safe_name("a" * 200) == "a" * 64
+
+
+def test_board_ranks_ties_and_lists_the_entries_not_graded(tmp_path: Path) -> None:
+    rd, _ = _round(tmp_path)
+    board = json.loads((rd.root / "leaderboard.json").read_text())
+    rows = [(r["rank"], r["entry"], r["status"]) for r in board["rows"]]
+    assert rows == [(1, "a", "graded"), (1, "b", "graded"), (3, "c", "graded"),
+                    (None, "f", "failed"), (None, "r", "refused")]
+    assert board["ties"] == [["a", "b"]]
+    assert board["rows"][2]["verdicts"] == {"fallback": 1}
+    assert board["rows"][0]["problems"] == {"vector_add": None}  # these reports are unscored
+    [ref] = board["references"]
+    assert ref["computed_by"] == ["a"] and ref["reused_by"] == 2
+    assert any("renamed from 'r r'" in n for n in board["notes"])
+
+
+def test_renderings_keep_hostile_entry_text_inert(tmp_path: Path) -> None:
+    rd, manifest = _round(tmp_path)
+    page = (rd.root / "leaderboard.html").read_text()
+    assert "<script" not in page.lower() and "<img" not in page.lower()
+    assert "&lt;script&gt;" in page and "Content-Security-Policy" in page
+    md = (rd.root / "leaderboard.md").read_text()
+    assert "<script" not in md and "<img" not in md
+    board = build_board(manifest, {}, {})  # nothing graded yet: every entry listed, unranked
+    assert all(r.rank is None for r in board.rows)
+    assert "not graded yet" in board_markdown(board) and "<script" not in board_html(board)
+
+
+def test_verify_accepts_the_round_and_names_each_tampering(tmp_path: Path) -> None:
+    rd, _ = _round(tmp_path)
+    got = verify_round(rd.root, suite_roots=[])
+    assert not got.wrong, got.wrong
+    assert any("suite" in u for u in got.unchecked)  # no suites folder given here
+    require(got)
+    # A report edited after grading, a bundle swapped, a leaderboard reordered, a wrong secret.
+    rep = rd.report_file("c")
+    rep.write_text(rep.read_text().replace('"fallback"', '"passed"'))
+    (rd.bundles / "b.tar").write_bytes(b"another bundle")
+    board = json.loads((rd.root / "leaderboard.json").read_text())
+    board["rows"][0]["rank"], board["rows"][2]["rank"] = 3, 1
+    (rd.root / "leaderboard.json").write_text(json.dumps(board))
+    got = verify_round(rd.root, suite_roots=[], secret_hex=bytes(32).hex())
+    text = "\n".join(got.wrong)
+    for expected in ("c: report.json", "b: bundle sha256", "leaderboard.json differs",
+                     "seed secret does not match"):
+        assert expected in text, text
+    with pytest.raises(RoundMismatch):
+        require(got)
+
+
+def test_resume_grades_only_what_is_not_done(tmp_path: Path) -> None:
+    rd, manifest = _round(tmp_path)
+    assert [e.name for e in pending(manifest, rd)] == ["f"]  # failed: the grader's failure
+    rd.report_file("b").write_text("{ truncated")
+    (rd.outcomes / "c.json").unlink()
+    assert [e.name for e in pending(manifest, rd)] == ["b", "c", "f"]
+
+
+def _fake_worker(seed: int = 7) -> tuple[SimpleNamespace, SimpleNamespace]:
+    shape = SimpleNamespace(id="s", params={"n": 4})
+    case = Case(id="s.0", shape=shape, seed=seed)  # type: ignore[arg-type]
+    w = SimpleNamespace(g=SimpleNamespace(cfg=SimpleNamespace(runtime=SimpleNamespace(
+        kind="cpu")), progress=lambda m: None), sb=SimpleNamespace(device="cpu", timing=None),
+        suite=SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0")))
+    plan = SimpleNamespace(bundle=SimpleNamespace(id="vector_add"), image="img:1",
+                           part_cases=lambda k: [case], label=lambda k: "vector_add")
+    return w, plan
+
+
+def test_reference_cache_keeps_a_whole_folder_once(tmp_path: Path) -> None:
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    (ref / "s.0.in").write_bytes(b"in")
+    (ref / "s.0.ref").write_bytes(b"ref")
+    (ref / "result.json").write_text("{}")
+    os.symlink("/etc/passwd", ref / "link.in")  # never copied: regular files only
+    cache = ReferenceCache(tmp_path / "cache", "first")
+    w, plan = _fake_worker()
+    assert not cache.has(w, plan, 0)  # type: ignore[arg-type]
+    cache.keep(w, plan, 0, ref)  # type: ignore[arg-type]
+    key = batch_key(w, plan, plan.part_cases(0))  # type: ignore[arg-type]
+    kept = cache.folder(key)
+    assert kept is not None and cache.has(w, plan, 0)  # type: ignore[arg-type]
+    assert sorted(p.name for p in kept.iterdir()) == ["meta.json", "result.json", "s.0.in",
+                                                       "s.0.ref"]
+    assert (tmp_path / "cache").stat().st_mode & 0o077 == 0
+    (ref / "s.0.ref").write_bytes(b"changed")
+    cache.for_entry("second").keep(w, plan, 0, ref)  # type: ignore[arg-type]
+    assert (kept / "s.0.ref").read_bytes() == b"ref"  # the first one stays
+    assert json.loads((kept / "meta.json").read_text())["computed_by"] == "first"
+    assert [u.computed for u in cache.uses] == [True]
+    other_w, other_plan = _fake_worker(seed=8)  # another seed: another key
+    assert batch_key(other_w, other_plan, other_plan.part_cases(0)) != key  # type: ignore[arg-type]
+    assert not any(p.name.startswith(".part") for p in (tmp_path / "cache").iterdir())
+
+
+def test_cli_has_round_and_verify() -> None:
+    res = subprocess.run([sys.executable, "-m", "grader", "round", "--help"],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert res.returncode == 0 and "verify" in res.stdout and "grade" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "grader", "round", "verify", str(REPO / "docs")],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert res.returncode == EXIT_CODES["UsageError"], res.stderr
+    assert "no round in it" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "grader", "round", "--suite", "demo", "-o",
+                          str(REPO / "build" / "nowhere")],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert res.returncode == EXIT_CODES["UsageError"] and "no entries" in res.stderr
