@@ -43,9 +43,11 @@ def grade_entry(name: str, req: RunRequest, cache_root: Path | None, progress: P
             if not resume:
                 raise
             rep = _run(replace(req, resume=False), cache, progress)  # another run's: afresh
-    except GraderError as exc:
+    except Exception as exc:  # the grader's failure (or bug), never the round's end
+        error = (exc.message if isinstance(exc, GraderError)
+                 else f"grader bug: {type(exc).__name__}: {exc}")
         return Graded(report=None, outcome=Outcome(
-            name=name, status="failed", error=exc.message, references=_uses(cache),
+            name=name, status="failed", error=error, references=_uses(cache),
             wall_s=time.monotonic() - t0, node=node))
     return Graded(report=rep, outcome=Outcome(
         name=name, status="graded", references=_uses(cache), wall_s=time.monotonic() - t0,

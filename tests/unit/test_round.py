@@ -210,3 +210,20 @@ def test_cli_has_round_and_verify() -> None:
                           str(REPO / "build" / "nowhere")],
                          capture_output=True, text=True, cwd=REPO, check=False)
     assert res.returncode == EXIT_CODES["UsageError"] and "no entries" in res.stderr
+
+
+def test_broken_and_foreign_bundles_are_refused_not_fatal(tmp_path: Path) -> None:
+    from grader.bundle_tools import create_bundle
+    from grader.round.entries import Found, stage
+
+    (tmp_path / "junk.tar").write_bytes(b"\x00not a tar" * 100)
+    create_bundle(REPO / "examples" / "triton", tmp_path / "ok.tar")
+    out = tmp_path / "bundles"
+    out.mkdir()
+    junk = stage(Found(name="junk", source=tmp_path / "junk.tar"), out, "demo")
+    assert junk.bundle is None and junk.error
+    foreign = stage(Found(name="ok", source=tmp_path / "ok.tar"), out, "llm-inference")
+    assert foreign.bundle is None and "not 'llm-inference'" in (foreign.error or "")
+    good = stage(Found(name="ok", source=tmp_path / "ok.tar"), out, "demo")
+    assert good.error is None and good.sha256 == sha256_file(out / "ok.tar")
+    assert good.declared_name == "triton-example"
