@@ -12,12 +12,15 @@ A node lost mid-round costs its running tasks, which Ray runs again elsewhere
 (`max_retries`); entries already written by the driver are kept.
 
 References are computed once per node (each node's cache is its own folder, under its
-`$TMPDIR`, never bound into a container), not once per round.
+`$TMPDIR`, never bound into a container), not once per round. A task removes its entry's work
+folder once graded; a node's `$TMPDIR/grader-round/<round>/` (its reference cache) stays
+until the organiser removes it.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -70,6 +73,8 @@ def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: st
         req = replace(req, gpus=tuple(int(g) for g in ray.get_gpu_ids()) or req.gpus)
     got = grade_entry(name, req, base / ".references" if shared else None, Progress("off"),
                       node=node)
+    if got.report is not None:  # the driver has it now: its checkpoint (and secret) go
+        shutil.rmtree(work, ignore_errors=True)
     return {"report": got.report.model_dump_json() if got.report else None,
             "outcome": got.outcome.model_dump_json()}
 

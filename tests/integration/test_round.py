@@ -1,7 +1,8 @@
 """`grader round` end to end with the real engine, on the CPU demo suite (vector_add only):
 a round of two entries killed after its first entry and resumed, its verdicts equal to
 grading each entry alone, the references run once, `grader round verify`, the leaderboard
-page in a real headless Chromium, and the same round on a real two-node Ray cluster.
+page in a real headless Chromium, and the same round on a real two-node Ray cluster that
+loses a node mid-round.
 
 The Ray cluster lives in a network namespace of its own with only a loopback interface
 (`ip netns`, entered with `nsenter --net` so that the grader's tmpfs mounts stay visible to
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from grader.bundle_tools import create_bundle
@@ -160,11 +163,11 @@ def _ray_missing() -> str | None:
 
 
 @pytest.fixture()
-def ray_cluster(tmp_path: Path) -> Iterator[tuple[str, ...]]:
+def ray_cluster(tmp_path: Path) -> Iterator[tuple[tuple[str, ...], list[subprocess.Popen[bytes]]]]:
     """Two Ray nodes (head, and one joined to it), each with one `grader_docker` unit and a
     label of its own, in a fresh network namespace holding only `lo`; the prefix that runs a
-    command in it. Teardown stops both nodes (their `ray start --block` processes) and
-    deletes the namespace."""
+    command in it, and the nodes' `ray start --block` processes (head first). Teardown stops
+    both nodes (those processes) and deletes the namespace."""
     ns = f"grader-ray-{uuid.uuid4().hex[:8]}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     prefix = ("nsenter", f"--net=/var/run/netns/{ns}")
@@ -184,7 +187,7 @@ def ray_cluster(tmp_path: Path) -> Iterator[tuple[str, ...]]:
                 stderr=subprocess.STDOUT))
             if i == 0:
                 time.sleep(3)  # the head's GCS first
-        yield prefix
+        yield prefix, nodes
     finally:
         for node in reversed(nodes):
             node.terminate()  # `ray start --block` stops its node's processes on SIGTERM
@@ -209,26 +212,57 @@ print(json.dumps([{{"id": n["NodeID"], "address": n["NodeManagerAddress"],
 
 
 @pytest.mark.skipif(_ray_missing() is not None, reason=str(_ray_missing()))
-def test_round_on_a_two_node_ray_cluster(local_round: Path, entries: Path,
-                                         ray_cluster: tuple[str, ...], tmp_path: Path) -> None:
-    res = subprocess.run([*ray_cluster, sys.executable, "-c", NODES_PY], capture_output=True,
+def test_round_on_a_two_node_ray_cluster_that_loses_a_node(
+        local_round: Path, entries: Path, tmp_path: Path,
+        ray_cluster: tuple[tuple[str, ...], list[subprocess.Popen[bytes]]]) -> None:
+    """Both entries start, one on each node (each node offers one `grader_docker` unit); the
+    second node is then stopped. Ray runs its task again on the first node, and the round
+    ends with both entries graded and the local round's leaderboard."""
+    prefix, nodes = ray_cluster
+    res = subprocess.run([*prefix, sys.executable, "-c", NODES_PY], capture_output=True,
                          text=True, timeout=150, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
-    nodes = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(nodes) == 2 and {n["address"] for n in nodes} == {"127.0.0.1"}
-    assert all(n["resources"].get("grader_docker") == 1 for n in nodes)
-    listening = subprocess.run([*ray_cluster, "ss", "-ltnH"], capture_output=True, text=True,
+    found = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(found) == 2 and {n["address"] for n in found} == {"127.0.0.1"}
+    assert all(n["resources"].get("grader_docker") == 1 for n in found)
+    head = next(n["id"] for n in found if "grader_test_node_0" in n["resources"])
+    listening = subprocess.run([*prefix, "ss", "-ltnH"], capture_output=True, text=True,
                                check=True).stdout.split("\n")
     local = [line.split()[3] for line in listening if line.strip()]
     assert local and all(re.match(r"(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]|\[::1\]):", a)
                          for a in local), local
     out = tmp_path / "ray-round"
-    res = _grader("round", str(entries), "-o", str(out), *COMMON, "--ray",
-                  f"127.0.0.1:{RAY_PORT}", prefix=ray_cluster, timeout=240)
-    assert res.returncode == 0, res.stderr[-3000:]
+    driver = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "grader", "round", str(entries), "-o", str(out),
+         *COMMON, "--ray", f"127.0.0.1:{RAY_PORT}"], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        # Each task's grading checkpoints first thing: both started means both nodes hold
+        # one, since each node grades one entry at a time.
+        deadline = time.monotonic() + 120
+        started: list[Path] = []
+        work = Path(tempfile.gettempdir()) / "grader-round" / "none-yet"
+        while len(started) < 2 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if (out / "manifest.json").is_file():
+                work = Path(tempfile.gettempdir()) / "grader-round" / RoundDir(
+                    out).load_manifest().round_id
+                started = list(work.glob("*/out/.checkpoint/run.json"))
+        assert len(started) == 2, "the two entries did not run at once on the two nodes"
+        assert not list((out / ".round").glob("*.json"))  # neither finished yet
+        # The second node crashes: its processes (all started by this test, found as the
+        # descendants of its `ray start`) killed at once, the task it runs with them.
+        for proc in psutil.Process(nodes[1].pid).children(recursive=True):
+            proc.kill()
+        nodes[1].kill()
+        _, stderr = driver.communicate(timeout=240)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 0, stderr[-3000:]
     rd = RoundDir(out)
-    ran_on = {rd.outcome(n).node for n in ENTRIES}  # type: ignore[union-attr]
-    assert ran_on == {n["id"] for n in nodes}  # one entry on each node
+    assert {rd.outcome(n).node for n in ENTRIES} == {head}  # type: ignore[union-attr]
     keep = ("rank", "entry", "status", "s_agg", "problems", "verdicts", "shapes",
             "correct_shapes")
     on_ray, here = (json.loads((d / "leaderboard.json").read_text())["rows"]
@@ -236,3 +270,4 @@ def test_round_on_a_two_node_ray_cluster(local_round: Path, entries: Path,
     assert [{k: r[k] for k in keep} for r in on_ray] == [{k: r[k] for k in keep} for r in here]
     res = _grader("round", "verify", str(out))
     assert res.returncode == 0, res.stdout + res.stderr
+    shutil.rmtree(work, ignore_errors=True)  # the nodes' folders of this round
