@@ -227,3 +227,36 @@ def test_broken_and_foreign_bundles_are_refused_not_fatal(tmp_path: Path) -> Non
     good = stage(Found(name="ok", source=tmp_path / "ok.tar"), out, "demo")
     assert good.error is None and good.sha256 == sha256_file(out / "ok.tar")
     assert good.declared_name == "triton-example"
+
+
+def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first entry fills the reference cache with its problems spread over every GPU;
+    the others are graded side by side, one GPU each (grade_entry faked: no Docker here)."""
+    import threading
+
+    from grader.round import run as round_run
+    from grader.round.entry import Graded
+    from grader.runner import RunRequest
+
+    seen: list[tuple[str, tuple[int, ...]]] = []
+    lock = threading.Lock()
+
+    def fake(name: str, req: RunRequest, cache: Path | None, progress: object) -> Graded:
+        with lock:
+            seen.append((name, req.gpus))
+        assert cache == rd.references and req.seed_secret == SECRET.hex()
+        return Graded(report=None, outcome=Outcome(name=name, status="failed", error="fake"))
+
+    monkeypatch.setattr(round_run, "grade_entry", fake)
+    rd = RoundDir(tmp_path / "r")
+    rd.outcomes.mkdir(parents=True)
+    todo = [ManifestEntry(name=n, source=n, bundle=f"bundles/{n}.tar", sha256="0" * 64)
+            for n in ("a", "b", "c", "d")]
+    req = round_run.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=RunRequest(
+        bundle=Path("-"), out_dir=rd.root, device="cuda", runtime="host", gpus=(0, 1, 2)))
+    round_run.grade_here(req, rd, todo, SECRET, lambda msg: None)
+    assert seen[0] == ("a", (0, 1, 2))
+    assert sorted(n for n, _ in seen[1:]) == ["b", "c", "d"]
+    assert all(len(g) == 1 and g[0] in (0, 1, 2) for _, g in seen[1:])
+    assert sorted(p.stem for p in rd.outcomes.iterdir()) == ["a", "b", "c", "d"]
