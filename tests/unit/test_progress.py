@@ -173,7 +173,8 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
 
     monkeypatch.setattr(runner, "Grader", FakeGrader)
     monkeypatch.setattr(runner, "DockerEngine", lambda: None)
-    monkeypatch.setattr(runner, "write_reports", lambda rep, out, fmts, public=False: out.mkdir() or {})
+    monkeypatch.setattr(runner, "write_reports",
+                        lambda rep, out, fmts, public=False: out.mkdir() or {})
     out = io.StringIO()
     progress = Progress("json", stream=out)
     runner.grade_bundle(runner.RunRequest(bundle=bundle, out_dir=tmp_path / "r"), progress)
