@@ -239,8 +239,12 @@ class Grader:
         owned = contextlib.ExitStack()
         with host_fs("cannot make a work folder", hint=tmp_hint):
             self.reap_dead()
-            work = owned.enter_context(owned_run(self.session)) / "work"
-            work.mkdir()
+            try:
+                work = owned.enter_context(owned_run(self.session)) / "work"
+                work.mkdir()
+            except BaseException:
+                owned.close()
+                raise
         try:
             with host_fs("cannot unpack the bundle", hint=tmp_hint):
                 sub = open_bundle(cfg.bundle, work / "submission")

@@ -73,8 +73,12 @@ def owned_run(session: str) -> Iterator[Path]:
     owner = {"pid": os.getpid(), "start": _start_ticks(os.getpid()), "session": session,
              "created": time.time()}
     tmp = path / f".{OWNER}.tmp"
-    tmp.write_text(json.dumps(owner))
-    os.replace(tmp, path / OWNER)
+    try:
+        tmp.write_text(json.dumps(owner))
+        os.replace(tmp, path / OWNER)
+    except BaseException:  # a full disk: leave no folder without its owner behind
+        _clear(path)
+        raise
     with _lock:
         _current.append(path)
     try:
