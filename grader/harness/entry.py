@@ -57,7 +57,6 @@ class _Caller:
 
     def __init__(self, recorder: Any, device: str, job: dict[str, Any]) -> None:
         self.recorder = recorder
-        self.device = device
         self.clock: Any = None
         if device.startswith("cuda"):
             from .timing import Clock
@@ -231,8 +230,9 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str], job:
                                         rse_target=job["rse_target"], budget_s=job["budget_s"])
         with recorder.internal():
             for k, out in last.items():
-                _check_outputs(_as_tuple(out))
-                tensors.save(OUT / f"{ids[k]}.out", _as_tuple(out))
+                outs = _as_tuple(out)
+                _check_outputs(outs)
+                tensors.save(OUT / f"{ids[k]}.out", outs)
         return {"ok": True, **raw}, labels
     except Exception as exc:
         return {"ok": False, "error": _excerpt(exc)}, []

@@ -86,7 +86,7 @@ class Recorder:
 
         self._allowed = _triton_types()
         if self.device == "cuda":
-            self.device_calls = DeviceCalls(self)
+            self.device_calls = DeviceCalls()
             self.device_calls.start()
         install_triton_hooks(self._stack, self._on_launch, self._check_args, self._internal_wrap,
                              cuda=self.device == "cuda")
@@ -188,9 +188,7 @@ class Recorder:
                 total.bad_args.update(counts.bad_args)
                 total.exports.update(counts.exports)
             for k in self.device_calls.kernels(label) if self.device_calls is not None else []:
-                acc = kernels.setdefault(k["name"], [0.0, 0])
-                acc[0] += k["device_us"]
-                acc[1] += k["calls"]
+                _add(kernels, k["name"], k["device_us"], k["calls"])
         return total.as_trace(_kernel_list(kernels))
 
 
@@ -233,6 +231,13 @@ class _OpRecorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def _add(acc: dict[str, list[float]], name: str, us: float, calls: int) -> None:
+    """Device µs and calls summed per kernel name."""
+    entry = acc.setdefault(name, [0.0, 0])
+    entry[0] += us
+    entry[1] += calls
+
+
 def _kernel_list(acc: dict[str, list[float]]) -> list[dict[str, Any]]:
     return [{"name": name, "device_us": round(us, 3), "calls": int(n)}
             for name, (us, n) in sorted(acc.items(), key=lambda kv: -kv[1][0])]
@@ -250,8 +255,7 @@ class DeviceCalls:
     says (`consistent`), for the host to judge.
     """
 
-    def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
+    def __init__(self) -> None:
         self._profiler: Any = None
         self._labels: list[str] = []  # the calls, in order
         self._by_label: dict[str, list[dict[str, Any]]] = {}
@@ -305,9 +309,7 @@ class DeviceCalls:
             inside = [ev for ev in body[lo + 1:hi] if ev[2] != spin]
             acc: dict[str, list[float]] = {}
             for _s, dur, name in inside:
-                entry = acc.setdefault(name, [0.0, 0])
-                entry[0] += dur
-                entry[1] += 1
+                _add(acc, name, dur, 1)
             self._by_label[label] = _kernel_list(acc)
             self._inside[label] = inside
             self._opened[label] = opened

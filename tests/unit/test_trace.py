@@ -301,7 +301,7 @@ def test_device_calls_split_the_record_at_the_harness_spins() -> None:
     a GPU, tests/gpu): a kernel is the call's whose two spins hold its start, on any stream."""
     from grader.harness.record import DeviceCalls
 
-    calls = DeviceCalls(recorder=None)  # type: ignore[arg-type]
+    calls = DeviceCalls()
     calls._labels = ["a", "b"]
     spin, fill = "spin_kernel(long)", "FillFunctor<unsigned char>"
     events = [(0.0, 1.0, fill), (2.0, 1.0, spin),  # calibration
@@ -324,7 +324,7 @@ def test_device_calls_split_the_record_at_the_harness_spins() -> None:
 def test_an_entry_spin_upsets_the_count_and_the_record_says_so() -> None:
     from grader.harness.record import DeviceCalls
 
-    calls = DeviceCalls(recorder=None)  # type: ignore[arg-type]
+    calls = DeviceCalls()
     calls._labels = ["a"]
     spin = "spin_kernel(long)"
     calls._split([(0.0, 1.0, "fill"), (2.0, 1.0, spin), (10.0, 500.0, spin),
