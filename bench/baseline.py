@@ -29,12 +29,12 @@ import json
 import statistics
 from pathlib import Path
 
-from grader.checkpoint import Finished
 from grader.formats.problem import Problem
 from grader.report.model import ProblemResult, Report
+from grader.run.checkpoint import Finished
 from grader.scoring.hardware import HardwareProfile, load_hardware
 from grader.scoring.roofline import Roofline, roofline
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 ABSURDLY_SMALL = 0.01
 COLUMNS = ("triton", "torch", "reference")

@@ -8,7 +8,7 @@ device time (docs/benchmarks.md says which numbers came from where).
 
 For each scored (non-smoke) shape: the reference's make_inputs on the GPU for each seed (the
 timing sets), the reference's outputs, then per entry: one warm-up call, its outputs checked
-with grader.compare against the reference's, and its time from grader.harness.timing
+with grader.judge.outputs against the reference's, and its time from grader.harness.timing
 (fresh inputs per call, L2 flushed, CUDA events, median). The reference itself is timed the
 same way. Results are written after every shape (a run cut short keeps what it measured);
 `python bench/baseline.py --bare results.json` prints the table.
@@ -31,11 +31,11 @@ from typing import Any
 
 import torch
 
-from grader.compare import compare
 from grader.formats.problem import Shape
 from grader.harness.timing import time_bare
+from grader.judge.outputs import compare
 from grader.scoring.derive import load_reference
-from grader.suite import ProblemBundle, load_suite
+from grader.suite.load import ProblemBundle, load_suite
 
 L2_FLUSH_BYTES = 256 << 20
 

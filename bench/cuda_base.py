@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.doctor import DRIVER_LIBS
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.gpus import DRIVER_LIBS
 
 # Of the interpreter's site-packages: what `import torch, triton` and the harness load.
 KEEP = ("torch", "torchgen", "functorch", "triton", "numpy", "numpy.libs", "nvidia", "cuda",

@@ -118,8 +118,8 @@ def render(rows: Sequence[Row]) -> str:
 
 def grade(cases: Sequence[Path], device: str, runtime: str,
           python: str | None) -> list[Row]:
+    from grader.cli.selftest import Target, grade_case
     from grader.sandbox.docker_engine import DockerEngine
-    from grader.selftest import Target, grade_case
 
     engine = DockerEngine()
     target = Target(device=device, runtime=runtime, python=python)

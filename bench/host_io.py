@@ -1,7 +1,7 @@
 """Speed and peak memory of the host-side data paths that grow with a problem's size, this
 checkout's code against another revision's: the tensor files that carry inputs and outputs
 between containers (grader/harness/tensors.py) and the comparison of an entry's outputs with
-the reference's (grader/compare.py).
+the reference's (grader/judge/outputs.py).
 
     python bench/host_io.py [--size-mib 1024] [--device cpu|cuda] [--rev 3bb048c] [--dir /dev/shm]
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = {"files": "grader/harness/tensors.py", "compare": "grader/compare.py"}
+SOURCES = {"files": "grader/harness/tensors.py", "compare": "grader/judge/outputs.py"}
 
 
 def _peak_mib() -> float:
@@ -72,7 +72,7 @@ def _compare(code: dict[str, Any], size_mib: int) -> dict[str, float]:
     import torch
 
     from grader.paths import PROBLEM_BUNDLES
-    from grader.suite import load_suite
+    from grader.suite.load import load_suite
 
     problem = load_suite(PROBLEM_BUNDLES / "llm-inference").problems["softmax"].problem
     n = size_mib << 19  # 2-byte values

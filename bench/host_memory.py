@@ -74,7 +74,8 @@ def _read(folder: Path, cap: int, tensors_source: str | None) -> dict[str, float
     """The host's side, in a fresh process: what the judge reads of the folder."""
     import torch  # noqa: F401  (imported before the baseline, as in the grader)
 
-    from grader import evidence, judge
+    from grader.judge import problem as judge
+    from grader.run import evidence
 
     load = None
     if tensors_source:
@@ -116,10 +117,10 @@ def _measure(scenario: str, cap: int, aliases: int, folder: str,
 
 def _problem_sizes(suite_name: str) -> list[tuple[str, int, int]]:
     """(problem, L, T) per problem of the suite."""
-    from grader import batching
-    from grader.config import RunConfig
     from grader.paths import PROBLEM_BUNDLES
-    from grader.suite import load_suite
+    from grader.run import plan as batching
+    from grader.run.config import RunConfig
+    from grader.suite.load import load_suite
 
     suite = load_suite(PROBLEM_BUNDLES / suite_name)
     base = RunConfig.__dataclass_fields__["entry_limits"].default_factory()  # type: ignore[misc]

@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from grader.bundle_tools import create_bundle  # noqa: E402
-from grader.suite import load_suite  # noqa: E402
+from grader.intake.tools import create_bundle  # noqa: E402
+from grader.suite.load import load_suite  # noqa: E402
 
 SOURCE_FILE = {"atrex": "source_reference.py", "kernelbench": "source_problem.py"}
 

@@ -29,7 +29,7 @@ class UsageError(GraderError):
 class ExposedHostPath(UsageError):
     """--runtime host would show an entry's container something it must never see: a suite,
     the output folder, the checkpoint or the seed secret lies inside a host path the mode
-    binds (grader/host_runtime.py, issue 18)."""
+    binds (grader/sandbox/host_runtime.py, issue 18)."""
 
     exit_code = 5
 

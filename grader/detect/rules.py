@@ -177,7 +177,7 @@ RULES: dict[str, RuleInfo] = {
         "Compute ops ran outside every call of the entry (at import, or between calls on the "
         "harness's thread): nothing of it is in a call's record, shown for a person to "
         "weigh.")),
-    # Evidence checks of the host (grader/judge.py, grader/scoring/apply.py).
+    # Evidence checks of the host (grader/judge/problem.py, grader/scoring/apply.py).
     "TM900": RuleInfo(title="forged output folder", severity=_T, layer=_D, description=(
         "The entry's output folder held a symlink, FIFO or other non-regular file, or a result "
         "file that is oversized or does not match its schema.")),

@@ -155,6 +155,6 @@ class Report(Model):
     problems: list[ProblemResult]
     summary: Summary
     # The grading's wall time (all problems and workers; problems' walls overlap when their
-    # containers start beside the problem before: grader/worker.py)
+    # containers start beside the problem before: grader/run/worker.py)
     wall_s: float | None = None
     scores: ScoreCard | None = None  # roofline scores (grader/scoring); see environment.hardware

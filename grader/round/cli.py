@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grader.progress import LOG_FORMATS
+from grader.run.progress import LOG_FORMATS
 
 
 class _DefaultGrade(click.Group):
@@ -73,10 +73,10 @@ def grade(paths: tuple[Path, ...], suite: str, out_dir: Path, suite_roots: tuple
           log_format: str) -> None:
     """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
     folder, then write its leaderboard (json, md, html)."""
-    from grader.cli import _formats, _gpu_list
-    from grader.progress import Progress
+    from grader.cli.main import _formats, _gpu_list
     from grader.round.run import RoundRequest, run_round
-    from grader.runner import RunRequest, to_config
+    from grader.run.progress import Progress
+    from grader.run.runner import RunRequest, to_config
 
     gpu_list = _gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
     run = RunRequest(bundle=Path("-"), out_dir=out_dir, suite_roots=suite_roots, policy=policy,

@@ -16,9 +16,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.bundle_tools import create_bundle
 from grader.errors import GraderError, UsageError
-from grader.intake import MANIFEST, open_bundle
+from grader.intake.bundle import MANIFEST, open_bundle
+from grader.intake.tools import create_bundle
 
 # A bundle's own caps are the intake's (8 MiB unpacked); a file far larger than any bundle
 # can be is refused before it is copied.

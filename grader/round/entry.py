@@ -9,15 +9,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.checkpoint import CHECKPOINT_DIR
+from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.detection import Detector
 from grader.errors import GraderError, UsageError
-from grader.grade import Grader, Progress
 from grader.report.model import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache
-from grader.runner import RunRequest, to_config
+from grader.run.checkpoint import CHECKPOINT_DIR
+from grader.run.grading import Grader, Progress
+from grader.run.runner import RunRequest, to_config
 from grader.sandbox.docker_engine import DockerEngine
 
 

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import UsageError
-from grader.progress import Progress
 from grader.report.model import Report
 from grader.round.entry import Graded, grade_entry
 from grader.round.model import Manifest, ManifestEntry, Outcome
 from grader.round.store import RoundDir
-from grader.suite import find_suite
+from grader.run.progress import Progress
+from grader.suite.load import find_suite
 
 RESOURCE = "grader_docker"  # the custom resource of a node that can grade (its Docker engine)
 MAX_RETRIES = 3  # a task whose node died is run again elsewhere this many times

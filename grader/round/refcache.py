@@ -28,14 +28,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader import batching
-from grader.evidence import read_out_dir
-from grader.jobs import Case, ContainerRun
-from grader.problem_run import Beside, run_entry
+from grader.run import plan as batching
+from grader.run.batch import Beside, run_entry
+from grader.run.evidence import read_out_dir
+from grader.run.jobs import Case, ContainerRun
 from grader.sandbox.docker_engine import ExitState
 
 if TYPE_CHECKING:
-    from grader.worker import Planned, Worker
+    from grader.run.worker import Planned, Worker
 
 FORMAT = 1
 META = "meta.json"  # written last into a batch's folder: the folder is complete

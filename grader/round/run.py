@@ -23,10 +23,7 @@ from pathlib import Path
 import click
 
 from grader import __version__
-from grader.checkpoint import commitment, host_fs
 from grader.errors import ExposedHostPath, InfraError, UsageError
-from grader.grade import Progress
-from grader.host_runtime import bind_conflicts, host_runtime
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.model import Report
 from grader.report.render import write_reports
@@ -36,8 +33,11 @@ from grader.round.entry import Graded, grade_entry
 from grader.round.model import Board, Manifest, ManifestEntry, Outcome, Settings, SuiteRef
 from grader.round.render import RENDERERS
 from grader.round.store import RoundDir
-from grader.runner import RunRequest, to_config
-from grader.suite import Suite, find_suite
+from grader.run.checkpoint import commitment, host_fs
+from grader.run.grading import Progress
+from grader.run.runner import RunRequest, to_config
+from grader.sandbox.host_runtime import bind_conflicts, host_runtime
+from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from grader.checkpoint import atomic_write, host_fs
 from grader.errors import UsageError
 from grader.report.model import Report
 from grader.round.model import Manifest, Outcome
+from grader.run.checkpoint import atomic_write, host_fs
 
 SECRET = "seed.secret"
 

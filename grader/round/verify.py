@@ -15,14 +15,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from grader.checkpoint import commitment
 from grader.errors import GraderError, RoundMismatch
 from grader.round.board import build_board
 from grader.round.entries import sha256_file
 from grader.round.model import Board
 from grader.round.run import suite_digest
 from grader.round.store import RoundDir
-from grader.suite import find_suite
+from grader.run.checkpoint import commitment
+from grader.suite.load import find_suite
 
 
 @dataclass(kw_only=True)

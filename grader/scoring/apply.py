@@ -8,7 +8,7 @@ from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import HardwareProfile, list_hardware
 from grader.scoring.roofline import roofline
 from grader.scoring.scores import ScoreOptions, score
-from grader.suite import Suite
+from grader.suite.load import Suite
 from grader.verdicts import Verdict, worst
 
 

@@ -41,7 +41,7 @@ from grader.errors import ProblemError
 from grader.harness.modules import build_module
 from grader.scoring._model import Frozen
 from grader.scoring.roofline import work
-from grader.suite import load_problem
+from grader.suite.load import load_problem
 
 Rule = Literal["flop_counter", "pointwise", "reduction", "per_element", "free"]
 

@@ -89,7 +89,8 @@ class HardwareProfile(Strict):
         return self.bandwidth
 
 
-def _profile_path(name_or_path: str | Path) -> Path:
+def profile_path(name_or_path: str | Path) -> Path:
+    """The file of a profile: `hardware/<name>.toml`, or the path given."""
     text = str(name_or_path)
     path = Path(text)
     if path.suffix == ".toml" or "/" in text:
@@ -102,7 +103,7 @@ def _profile_path(name_or_path: str | Path) -> Path:
 
 def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     """A profile by name (`h200`, looked up in hardware/) or by path to a TOML file."""
-    path = _profile_path(name_or_path)
+    path = profile_path(name_or_path)
     if not path.is_file():
         known = ", ".join(p.stem for p in sorted(HARDWARE_DIR.glob("*.toml")))
         raise ProblemError(f"{path}: no such hardware profile", hint=f"known profiles: {known}")

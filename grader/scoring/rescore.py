@@ -20,7 +20,7 @@ from grader.report.model import Report
 from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import HardwareProfile
 from grader.scoring.scores import ScoreOptions, score
-from grader.suite import Suite, load_suite
+from grader.suite.load import Suite, load_suite
 
 _SUITE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 

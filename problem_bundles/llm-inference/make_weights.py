@@ -25,7 +25,7 @@ from pathlib import Path
 
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline
-from grader.suite import load_problem, load_suite
+from grader.suite.load import load_problem, load_suite
 
 HERE = Path(__file__).resolve().parent
 PREFILL_SHARE = 0.35

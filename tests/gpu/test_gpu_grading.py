@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from grader.paths import REPO
-from grader.runner import RunRequest, grade_bundle
+from grader.run.runner import RunRequest, grade_bundle
 from grader.verdicts import Verdict
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 
 
 def _grade(example: str, tmp_path: Path, **kw: Any):  # type: ignore[no-untyped-def]
-    from grader.bundle_tools import create_bundle
+    from grader.intake.tools import create_bundle
 
     bundle = tmp_path / f"{example}.tar"
     create_bundle(REPO / "examples" / example, bundle)
@@ -55,8 +55,8 @@ def test_torch_fallback_is_caught_with_vendor_kernels(tmp_path: Path) -> None:
 def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
     """The production runtime kind: FROM a CUDA PyTorch base, with no host folder bound but
     (without NVIDIA's toolkit) the driver's libraries; real kernels, timed and attributed."""
-    from grader.bundle_tools import create_bundle
-    from grader.doctor import DRIVER_LIB_DIR
+    from grader.intake.tools import create_bundle
+    from grader.sandbox.gpus import DRIVER_LIB_DIR
 
     bundle = tmp_path / "triton.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
@@ -70,8 +70,8 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
             assert s.timing is not None and s.timing.median_us > 0
             assert s.trace is not None
             assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
-    from grader.grade import make_sandbox
-    from grader.runner import to_config
+    from grader.run.grading import make_sandbox
+    from grader.run.runner import to_config
     from grader.sandbox.docker_engine import DockerEngine
 
     cfg = to_config(RunRequest(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
@@ -94,16 +94,16 @@ def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
 
 
 def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -> None:
-    from grader.channel import read_frames
-    from grader.grade import make_sandbox
     from grader.harness.main import AT_GATE
-    from grader.imaging import RuntimeConfig, ensure, ensure_runtime, problem_plan
-    from grader.jobs import Case
-    from grader.problem_run import Batch, Standby
-    from grader.runner import to_config
+    from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.run.batch import Batch, Standby
+    from grader.run.channel import read_frames
+    from grader.run.grading import make_sandbox
+    from grader.run.jobs import Case
+    from grader.run.runner import to_config
     from grader.sandbox.docker_engine import DockerEngine
     from grader.sandbox.spec import Limits
-    from grader.suite import load_suite
+    from grader.suite.load import load_suite
 
     engine = DockerEngine()
     cfg = to_config(RunRequest(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
@@ -123,7 +123,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
         assert st.usable()
         # The entry's harness made its CUDA context and profiler set-up before its gate (so
         # the host's wait for an idle standby covers them); the reference's touched no GPU.
-        # The entry's gate is a frame on its warden's stdout (grader/channel.py).
+        # The entry's gate is a frame on its warden's stdout (grader/run/channel.py).
         gate = read_frames(st.ent.stdout()).standby
         assert gate is not None and gate.model_dump() == {
             "ok": True, "cuda_initialized": True, "prepared": True}

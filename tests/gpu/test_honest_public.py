@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.cli.selftest import Target, grade_case
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
-from grader.selftest import Target, grade_case
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 GPU = Target(device="cuda", runtime="host", python=sys.executable)

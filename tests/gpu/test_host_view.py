@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.doctor import gpu_mode, gpu_nodes
-from grader.host_runtime import VIEW_ROOTS, expected_view, resolve
-from grader.imaging import HOST_SKELETON, RuntimeConfig, ensure_runtime
+from grader.cli.selftest import Target, grade_case
+from grader.images import HOST_SKELETON, RuntimeConfig, ensure_runtime
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.gpus import gpu_mode, gpu_nodes
+from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
 from grader.sandbox.spec import ContainerSpec, GpuAccess, Limits, Role
-from grader.selftest import Target, grade_case
 from grader.verdicts import Verdict
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]

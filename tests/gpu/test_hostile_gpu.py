@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.cli.selftest import Target, case_dirs, grade_case
 from grader.sandbox.docker_engine import DockerEngine
-from grader.selftest import Target, case_dirs, grade_case
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 GPU = Target(device="cuda", runtime="host", python=sys.executable)

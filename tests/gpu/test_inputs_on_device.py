@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 sys.path.insert(0, str(REPO / "tests" / "unit"))  # the CPU tests' shared checks
 from suite_checks import assert_seeded_inputs

@@ -20,14 +20,14 @@ def engine():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def runtime(engine):  # type: ignore[no-untyped-def]
     """The CPU runtime image, built once if missing (debootstrap + offline wheels)."""
-    from grader.imaging import RuntimeConfig, ensure_runtime
+    from grader.images import RuntimeConfig, ensure_runtime
 
     return ensure_runtime(engine, RuntimeConfig())
 
 
 @pytest.fixture(scope="session")
 def demo_suite():  # type: ignore[no-untyped-def]
-    from grader.suite import load_suite
+    from grader.suite.load import load_suite
 
     return load_suite(PROBLEM_BUNDLES / "demo")
 

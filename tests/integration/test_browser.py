@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from grader.detect.findings import Finding, Layer, Severity
-from grader.grade import summarize
 from grader.report.html import render_html
 from grader.report.model import (
     Comparison,
@@ -33,6 +32,7 @@ from grader.report.model import (
     Timing,
     Trace,
 )
+from grader.run.grading import summarize
 from grader.verdicts import Verdict, worst
 
 CHROMIUM = shutil.which("chromium")

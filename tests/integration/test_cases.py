@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.cli.selftest import CaseResult, case_dirs, grade_case
 from grader.paths import REPO
 from grader.report.model import Report
 from grader.report.render import FORMATS, load_report, write_reports
-from grader.selftest import CaseResult, case_dirs, grade_case
 
 pytestmark = pytest.mark.docker
 GROUPS = ("grading", "fallback", "hostile")

@@ -1,4 +1,4 @@
-"""The evidence channel against the real engine (harness/warden.py, grader/channel.py): a
+"""The evidence channel against the real engine (harness/warden.py, grader/run/channel.py): a
 handshake the entry cannot forge, and nothing it runs after its last call reaching a verdict.
 """
 
@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from test_pair import _cases
 
-from grader.imaging import ensure, problem_plan
-from grader.jobs import Sandbox
+from grader.cli.selftest import grade_case
+from grader.images import ensure, problem_plan
 from grader.paths import REPO
-from grader.problem_run import Batch, run_pair
+from grader.run.batch import Batch, run_pair
+from grader.run.jobs import Sandbox
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Limits
-from grader.selftest import grade_case
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker

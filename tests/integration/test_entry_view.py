@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from grader.cli.selftest import grade_case
 from grader.paths import REPO
 from grader.sandbox.runs import RUNS_DIR
-from grader.selftest import grade_case
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker

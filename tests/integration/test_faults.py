@@ -27,19 +27,19 @@ import pytest
 import requests.exceptions
 from docker.models.containers import ContainerCollection
 
-from grader.bundle_tools import create_bundle
-from grader.checkpoint import Checkpoint, Finished
-from grader.config import RunConfig
+from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.detection import Detector
 from grader.errors import InfraError, UsageError
-from grader.grade import Grader
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.report.model import Report
-from grader.runner import RunRequest, grade_bundle
+from grader.run.checkpoint import Checkpoint, Finished
+from grader.run.config import RunConfig
+from grader.run.grading import Grader
+from grader.run.runner import RunRequest, grade_bundle
+from grader.run.worker import Worker
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
-from grader.worker import Worker
 
 pytestmark = pytest.mark.docker
 ALL = ["vector_add", "rmsnorm", "matmul"]

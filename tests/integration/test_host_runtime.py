@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.host_runtime import VIEW_ROOTS, expected_view, resolve
-from grader.imaging import HOST_SKELETON, RuntimeConfig, ensure_runtime
+from grader.cli.selftest import Target, grade_case
+from grader.images import HOST_SKELETON, RuntimeConfig, ensure_runtime
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
 from grader.sandbox.spec import Bind, ContainerSpec, Limits, Role
-from grader.selftest import Target, grade_case
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from grader.bundle_tools import create_bundle
-from grader.config import RunConfig
+from grader.cli.selftest import grade_case
+from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.detection import Detector
-from grader.grade import Grader
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.report.model import Report
 from grader.report.render import FORMATS, write_reports
-from grader.selftest import grade_case
+from grader.run.config import RunConfig
+from grader.run.grading import Grader
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker
@@ -121,7 +121,7 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
     cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=2 << 30))
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
     report = grader.run()
-    from grader.grade import derive_seed
+    from grader.run.grading import derive_seed
 
     seeds = [str(derive_seed(secret, "vector_add", s.id, k))
              for s in report.problems[0].shapes for k in range(2)]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.bundle_tools import create_bundle
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
 
 pytestmark = pytest.mark.docker

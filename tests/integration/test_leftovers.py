@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.bundle_tools import create_bundle
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.sandbox.runs import OWNER, runs_root
 from grader.sandbox.spec import SESSION_LABEL

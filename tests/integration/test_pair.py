@@ -12,14 +12,14 @@ import uuid
 
 import pytest
 
-from grader.grade import derive_seed
 from grader.harness.main import CASES_DONE
-from grader.imaging import ensure, problem_plan
-from grader.jobs import Case, Sandbox, TimingKnobs
+from grader.images import ensure, problem_plan
 from grader.paths import REPO
-from grader.problem_run import Batch, run_pair
+from grader.run.batch import Batch, run_pair
+from grader.run.grading import derive_seed
+from grader.run.jobs import Case, Sandbox, TimingKnobs
 from grader.sandbox.spec import Limits
-from grader.suite import ProblemBundle, load_suite
+from grader.suite.load import ProblemBundle, load_suite
 
 pytestmark = pytest.mark.docker
 KERNEL = REPO / "examples" / "triton" / "kernels" / "vector_add.py"

@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 import pytest
 
-from grader.bundle_tools import create_bundle
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.report.model import Report
 from grader.round.board import build_board

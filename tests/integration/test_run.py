@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.bundle_tools import create_bundle
-from grader.config import RunConfig
+from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.detection import Detector
-from grader.grade import Grader
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
+from grader.run.config import RunConfig
+from grader.run.grading import Grader
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker

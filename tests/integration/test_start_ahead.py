@@ -1,4 +1,4 @@
-"""Containers started one batch ahead (problem_run.Standby, grader/worker.py), against the
+"""Containers started one batch ahead (problem_run.Standby, grader/run/worker.py), against the
 real engine: the gate holds them before the entry's file is loaded, the batch they run beside
 waits for them before its timed loops, a dead one is replaced, and whole runs grade the
 same."""
@@ -21,13 +21,13 @@ from docker.models.containers import ContainerCollection
 from test_faults import ALL, _bundle, _grader, _left, _verdicts
 from test_pair import KERNEL, _cases
 
-from grader.channel import GateFrame, read_frames
-from grader.config import RunConfig
 from grader.harness.main import AT_GATE, GO, STANDBY_ENV
 from grader.harness.warden import STANDBY, TRACED
-from grader.imaging import ensure, problem_plan
-from grader.jobs import Sandbox, TimingKnobs
-from grader.problem_run import Batch, Beside, Standby, run_pair
+from grader.images import ensure, problem_plan
+from grader.run.batch import Batch, Beside, Standby, run_pair
+from grader.run.channel import GateFrame, read_frames
+from grader.run.config import RunConfig
+from grader.run.jobs import Sandbox, TimingKnobs
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, Limits
 from grader.verdicts import Verdict

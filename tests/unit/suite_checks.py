@@ -16,7 +16,7 @@ import torch
 
 from grader.formats.problem import Shape
 from grader.paths import REPO
-from grader.suite import ProblemBundle
+from grader.suite.load import ProblemBundle
 
 SEEDS = (11, 12)
 
@@ -25,8 +25,8 @@ SEEDS = (11, 12)
 _CHECK_SCRIPT = r"""
 import importlib.util, json, sys, time
 from pathlib import Path
-from grader.compare import compare
-from grader.suite import load_problem
+from grader.judge.outputs import compare
+from grader.suite.load import load_problem
 
 def load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)

@@ -18,7 +18,7 @@ from grader.report.model import (
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 from grader.verdicts import Verdict
 
 SUITE = load_suite(PROBLEM_BUNDLES / "demo")

@@ -12,7 +12,7 @@ from pathlib import Path
 from grader.paths import REPO
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 DATA = REPO / "docs" / "data" / "llm-inference-baseline-h200-2026-11-29.json"
 
@@ -67,8 +67,8 @@ def test_fraction_is_roofline_over_median_and_problem_is_median(tmp_path: Path) 
 def test_graded_figures_replace_bare_ones_and_checkpoints_count(tmp_path: Path) -> None:
     """A checkpoint folder (a grading cut short) is read like a report; its figures replace
     the bare run's for the same problem and column, the rest stay marked as bare."""
-    from grader.checkpoint import Finished
     from grader.report.model import ProblemResult, ShapeResult, Timing
+    from grader.run.checkpoint import Finished
     from grader.verdicts import Verdict
 
     suite = load_suite(REPO / "problem_bundles" / "llm-inference")

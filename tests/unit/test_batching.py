@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader import batching
 from grader.paths import PROBLEM_BUNDLES
+from grader.run import plan as batching
 from grader.sandbox.spec import Limits
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 LLM = load_suite(PROBLEM_BUNDLES / "llm-inference")
 GIB = 1 << 30

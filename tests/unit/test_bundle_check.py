@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.bundle_tools import check_bundle, create_bundle, gate
-from grader.cli import cli
-from grader.cli_tools import register
+from grader.cli.main import cli
+from grader.cli.tools import register
 from grader.errors import EXIT_CODES, BundleError, ManifestError
-from grader.intake import open_bundle
-from grader.kernel_check import kernel_problem
+from grader.intake.bundle import open_bundle
+from grader.intake.kernel_check import kernel_problem
+from grader.intake.tools import check_bundle, create_bundle, gate
 from grader.paths import PROBLEM_BUNDLES, REPO
 
 register(cli)

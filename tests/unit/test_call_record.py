@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from grader.detect.detector import Detector
 from grader.detect.dynamic import CallEvidence, judge_calls
 from grader.detect.findings import Severity
 from grader.detect.policy import load_policy
-from grader.detection import Detector
 from grader.paths import REPO
 from grader.report.model import KernelTime, Trace
 

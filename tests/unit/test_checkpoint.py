@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import checkpoint as ck
-from grader.checkpoint import Checkpoint, Finished, RunKey
 from grader.errors import InfraError, UsageError
 from grader.report.model import ProblemResult
+from grader.run import checkpoint as ck
+from grader.run.checkpoint import Checkpoint, Finished, RunKey
 from grader.verdicts import Verdict
 
 KEY = RunKey(grader_version="1", bundle_sha256="ab" * 32, suite="demo", suite_version="1",

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from grader import cli_scoring, cli_tools
-from grader.cli import cli
+from grader.cli import scoring as cli_scoring
+from grader.cli import tools as cli_tools
+from grader.cli.main import cli
 from grader.errors import EXIT_CODES
 from grader.paths import REPO
 
@@ -135,7 +136,7 @@ def test_init_refusal_exit_code(tmp_path: Path) -> None:
 def test_fail_on_parsing() -> None:
     import click
 
-    from grader.cli import _verdict_set
+    from grader.cli.main import _verdict_set
     from grader.verdicts import Verdict
 
     assert _verdict_set("") == frozenset()
@@ -145,10 +146,10 @@ def test_fail_on_parsing() -> None:
 
 
 def test_gpus_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import grader.runner
+    import grader.run.runner
 
     seen = []
-    monkeypatch.setattr(grader.runner, "grade_bundle", lambda req: seen.append(req.gpus))
+    monkeypatch.setattr(grader.run.runner, "grade_bundle", lambda req: seen.append(req.gpus))
     for args, gpus in ((["--gpus", "1, 0,3"], (1, 0, 3)), (["--gpu", "2", "--gpu", "2"], (2,)),
                        ([], (0,))):
         res = CliRunner().invoke(cli, ["run", str(tmp_path / "b.tar"), *args])
@@ -176,7 +177,7 @@ def _report(*verdicts: str) -> SimpleNamespace:
 
 def test_gate_failure_names_the_shapes_and_where_the_reports_are(tmp_path: Path) -> None:
     from grader.errors import VerdictGate
-    from grader.runner import gate_failure
+    from grader.run.runner import gate_failure
     from grader.verdicts import Verdict
 
     gate = frozenset({Verdict.FALLBACK, Verdict.INCORRECT})
@@ -191,7 +192,7 @@ def test_gate_failure_names_the_shapes_and_where_the_reports_are(tmp_path: Path)
 
 def test_device_cuda_with_cpu_runtime_says_what_to_do(tmp_path: Path) -> None:
     from grader.errors import UsageError
-    from grader.runner import RunRequest, to_config
+    from grader.run.runner import RunRequest, to_config
 
     with pytest.raises(UsageError) as err:
         to_config(RunRequest(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda"))
@@ -204,8 +205,8 @@ def test_bundle_create_refuses_links_out_of_the_folder(tmp_path: Path) -> None:
     """In CI the folder is an untrusted pull request: a link must not pack a runner's file."""
     import shutil
 
-    from grader.bundle_tools import create_bundle
     from grader.errors import UsageError
+    from grader.intake.tools import create_bundle
 
     src = tmp_path / "sub"
     shutil.copytree(REPO / "examples" / "triton", src)

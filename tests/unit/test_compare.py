@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli_scoring import compare as compare_cmd
+from grader.cli.scoring import compare as compare_cmd
 from grader.errors import UsageError
 from grader.formats.problem import Weights
 from grader.report.model import (
@@ -20,7 +20,7 @@ from grader.report.model import (
     Summary,
 )
 from grader.report.render import write_reports
-from grader.scoring.compare import compare, comparison_text
+from grader.scoring.across import compare, comparison_text
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline_values
 from grader.scoring.scores import ScoreCard, ScoreInput, score

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from grader.cli_scoring import compare as compare_cmd
+from grader.cli.scoring import compare as compare_cmd
 from grader.errors import UsageError
-from grader.scoring.compare import compare, comparison_text
+from grader.scoring.across import compare, comparison_text
 from tests.unit.test_compare import A, B, report
 
 

@@ -13,7 +13,7 @@ import pytest
 from suite_checks import assert_matched, assert_seeded_inputs, run_interpreted, smoke_case
 
 from grader.formats.submission import Manifest
-from grader.suite import Suite, load_suite
+from grader.suite.load import Suite, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_DIR = ROOT / "problem_bundles" / "demo"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from grader.checkpoint import Checkpoint, Finished, RunKey
 from grader.report.model import Comparison, ProblemResult, Timing
+from grader.run.checkpoint import Checkpoint, Finished, RunKey
 from grader.verdicts import Verdict
 
 KEY = RunKey(grader_version="1", bundle_sha256="ab" * 32, suite="demo", suite_version="1",

@@ -16,7 +16,7 @@ from grader.errors import GraderError, ManifestError, ProblemError
 from grader.formats._base import load_toml, parse_toml
 from grader.formats.problem import Problem, SuiteFile, Tolerance, Weights
 from grader.formats.submission import Manifest
-from grader.suite import find_suite, load_problem, load_suite
+from grader.suite.load import find_suite, load_problem, load_suite
 
 
 def dedent(text: str) -> str:
@@ -348,7 +348,7 @@ def test_load_toml_unreadable_file(tmp_path: Path) -> None:
     assert str(path) in str(info.value)
 
 
-# --- the loaders in grader/suite.py ----------------------------------------------------------
+# --- the loaders in grader/suite/load.py ----------------------------------------------------------
 
 
 def write_suite(root: Path, *, suite: str = SUITE, weights: str = WEIGHTS,

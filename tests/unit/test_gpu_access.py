@@ -10,12 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from grader import doctor, grade
-from grader.config import RunConfig
-from grader.doctor import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes, parse_ldconfig
 from grader.errors import UsageError
-from grader.host_runtime import HostBind, HostRuntime
-from grader.jobs import Sandbox, container_spec
+from grader.run import grading as grade
+from grader.run.config import RunConfig
+from grader.run.jobs import Sandbox, container_spec
+from grader.sandbox import gpus as doctor
+from grader.sandbox.gpus import (
+    DRIVER_LIB_DIR,
+    driver_libraries,
+    gpu_mode,
+    gpu_nodes,
+    parse_ldconfig,
+)
+from grader.sandbox.host_runtime import HostBind, HostRuntime
 from grader.sandbox.spec import Bind, Limits, Role
 
 # As `ldconfig -p` printed it on the H200 host (2026-12-02), shortened (one path cut), with a

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade, host_runtime
-from grader.config import RunConfig
-from grader.doctor import driver_library_links
 from grader.errors import EXIT_CODES, ExposedHostPath
-from grader.host_runtime import (
+from grader.run import grading as grade
+from grader.run.config import RunConfig
+from grader.sandbox import host_runtime
+from grader.sandbox.gpus import driver_library_links
+from grader.sandbox.host_runtime import (
     HostBind,
     HostRuntime,
     _Binds,

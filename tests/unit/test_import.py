@@ -20,7 +20,7 @@ from grader.importers.common import problem_id, shape_id
 from grader.paths import REPO
 from grader.scoring.derive import check, load_reference
 from grader.scoring.release import build_kit, kit_files
-from grader.suite import Suite, load_suite
+from grader.suite.load import Suite, load_suite
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
 ATREX = FIXTURES / "atrex"

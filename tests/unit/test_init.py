@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli import cli
-from grader.cli_tools import register
+from grader.cli.main import cli
+from grader.cli.tools import register
 from grader.errors import UsageError
 from grader.formats._base import load_toml
 from grader.formats.problem import Problem
-from grader.init_problem import render, scaffold
-from grader.suite import load_problem
+from grader.suite.load import load_problem
+from grader.suite.scaffold import render, scaffold
 
 register(cli)
 

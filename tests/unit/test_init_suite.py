@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli import cli
-from grader.cli_tools import register
+from grader.cli.main import cli
+from grader.cli.tools import register
 from grader.errors import UsageError
-from grader.init_problem import scaffold
-from grader.suite import find_suite, load_suite
+from grader.suite.load import find_suite, load_suite
+from grader.suite.scaffold import scaffold
 
 register(cli)
 

@@ -23,7 +23,7 @@ import pytest
 
 from grader import errors
 from grader.errors import BundleError, BundleTooLarge, BundleUnreadable, GraderError
-from grader.intake import IntakeLimits, Submission, open_bundle
+from grader.intake.bundle import IntakeLimits, Submission, open_bundle
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases" / "intake"
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
-from grader.jobs import Case, ContainerRun
-from grader.judge import judge_problem, replay_signature
+from grader.judge.problem import judge_problem, replay_signature
 from grader.report.model import Trace
+from grader.run.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
+from grader.run.jobs import Case, ContainerRun
 from grader.sandbox.docker_engine import ExitState
 from grader.verdicts import Verdict
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from grader.cli_scoring import leaderboard as leaderboard_cmd
+from grader.cli.scoring import leaderboard as leaderboard_cmd
 from grader.formats.problem import Weights
 from grader.report.model import Environment, Report, SubmissionSummary, SuiteSummary, Summary
 from grader.report.render import write_reports

@@ -10,7 +10,7 @@ import pytest
 from suite_checks import assert_matched, assert_seeded_inputs, run_interpreted, smoke_case
 
 from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.suite import ProblemBundle, load_suite
+from grader.suite.load import ProblemBundle, load_suite
 
 KERNELS = REPO / "solutions" / "llm-inference" / "kernels"
 TORCH_KERNELS = REPO / "solutions" / "llm-inference-torch" / "kernels"

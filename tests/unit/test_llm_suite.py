@@ -12,7 +12,7 @@ import pytest
 from grader.formats.submission import Manifest
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.scoring.derive import check
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 SUITE = PROBLEM_BUNDLES / "llm-inference"
 

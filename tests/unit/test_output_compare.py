@@ -1,4 +1,4 @@
-"""grader.compare: the trusted comparison of outputs, and its chunked pass over large ones.
+"""grader.judge.outputs: the trusted comparison of outputs, and its chunked pass over large ones.
 
 Every statistic must be the same whatever the chunk size (the pass works on CHUNK elements at a
 time), and each failure must be found wherever in the output it sits.
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader import compare as cmp
+from grader.judge import outputs as cmp
 from grader.paths import PROBLEM_BUNDLES
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 SOFTMAX = load_suite(PROBLEM_BUNDLES / "llm-inference").problems["softmax"].problem  # bf16
 TOL = SOFTMAX.tolerance_for("bfloat16")

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli_scoring import release as release_cmd
+from grader.cli.scoring import release as release_cmd
 from grader.errors import ProblemError
 from grader.paths import PROBLEM_BUNDLES
 from grader.scoring.release import build_kit, signature
 from grader.scoring.roofline import work
-from grader.suite import Suite, load_suite
+from grader.suite.load import Suite, load_suite
 
 DEMO_DIR = PROBLEM_BUNDLES / "demo"
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli_scoring import release
+from grader.cli.scoring import release
 from grader.errors import ReferenceFailed
 from grader.paths import PROBLEM_BUNDLES
-from grader.suite import load_suite
-from grader.suite_selfcheck import self_check, smallest
+from grader.suite.load import load_suite
+from grader.suite.selfcheck import self_check, smallest
 
 pytest.importorskip("torch")
 

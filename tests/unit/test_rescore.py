@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli_scoring import rescore as rescore_cmd
+from grader.cli.scoring import rescore as rescore_cmd
 from grader.errors import ProblemError, UsageError
 from grader.formats.problem import Phase
 from grader.paths import PROBLEM_BUNDLES
@@ -38,7 +38,7 @@ from grader.report.model import (
 from grader.report.render import load_report, write_reports
 from grader.scoring.hardware import load_hardware
 from grader.scoring.rescore import load_weights, report_suite, rescore
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 from grader.verdicts import Verdict
 
 DEMO = load_suite(PROBLEM_BUNDLES / "demo")

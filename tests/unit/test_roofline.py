@@ -12,7 +12,7 @@ from grader.formats.problem import Problem, Shape
 from grader.scoring.expr import MAX_LENGTH, evaluate
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import compute_dtype, roofline, roofline_time, roofline_values
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 
 DEMO = load_suite(Path(__file__).resolve().parents[2] / "problem_bundles" / "demo")
 H200 = load_hardware("h200")

@@ -14,10 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.checkpoint import commitment
 from grader.errors import EXIT_CODES, RoundMismatch
-from grader.grade import summarize
-from grader.jobs import Case
 from grader.paths import REPO
 from grader.report.model import (
     Environment,
@@ -36,6 +33,9 @@ from grader.round.render import board_html, board_markdown
 from grader.round.run import finish, pending
 from grader.round.store import RoundDir
 from grader.round.verify import require, verify_round
+from grader.run.checkpoint import commitment
+from grader.run.grading import summarize
+from grader.run.jobs import Case
 from grader.verdicts import Verdict, worst
 
 SECRET = bytes(range(32))
@@ -213,7 +213,7 @@ def test_cli_has_round_and_verify() -> None:
 
 
 def test_broken_and_foreign_bundles_are_refused_not_fatal(tmp_path: Path) -> None:
-    from grader.bundle_tools import create_bundle
+    from grader.intake.tools import create_bundle
     from grader.round.entries import Found, stage
 
     (tmp_path / "junk.tar").write_bytes(b"\x00not a tar" * 100)
@@ -237,7 +237,7 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
 
     from grader.round import run as round_run
     from grader.round.entry import Graded
-    from grader.runner import RunRequest
+    from grader.run.runner import RunRequest
 
     seen: list[tuple[str, tuple[int, ...]]] = []
     lock = threading.Lock()

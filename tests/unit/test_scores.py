@@ -25,7 +25,7 @@ from grader.scoring.hardware import load_hardware
 from grader.scoring.leaderboard import Scored, leaderboard
 from grader.scoring.roofline import Roofline, roofline, roofline_values
 from grader.scoring.scores import ScoreInput, ScoreOptions, median, score, score_shape
-from grader.suite import load_suite
+from grader.suite.load import load_suite
 from grader.verdicts import Verdict
 
 DEMO = load_suite(Path(__file__).resolve().parents[2] / "problem_bundles" / "demo")

@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.checkpoint import CHECKPOINT_DIR
 from grader.detect.findings import Finding, Layer, Severity
 from grader.errors import ReferenceFailed, UsageError
-from grader.intake import open_bundle
-from grader.outdir import finish, prepare
-from grader.packing import packed
+from grader.intake.bundle import open_bundle
+from grader.intake.packing import packed
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.report.entry_paths import with_entry_paths
 from grader.report.markdown import render_markdown
@@ -28,8 +26,10 @@ from grader.report.model import (
     SuiteSummary,
     Summary,
 )
-from grader.runner import check_references, failed_references
-from grader.suite import find_suite, load_suite
+from grader.run.checkpoint import CHECKPOINT_DIR
+from grader.run.outdir import finish, prepare
+from grader.run.runner import check_references, failed_references
+from grader.suite.load import find_suite, load_suite
 from grader.verdicts import Verdict
 
 EXAMPLE = REPO / "examples" / "triton"

@@ -1,6 +1,6 @@
 """The evidence channel without Docker: the warden's protocol checks (harness/warden.py), the
 warden running a real worker process (outside a container it kills the worker's session, not
-every process), and the host's reading of its stdout (grader/channel.py)."""
+every process), and the host's reading of its stdout (grader/run/channel.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.channel import CHANNEL, read_entry_out, read_frames
 from grader.harness import warden
 from grader.harness.warden import (
     READY,
@@ -26,6 +25,7 @@ from grader.harness.warden import (
     encode_frame,
     log_cost,
 )
+from grader.run.channel import CHANNEL, read_entry_out, read_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "ab" * 16

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.config import RunConfig
 from grader.errors import VerdictGate
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.model import ProblemResult
-from grader.runner import gate_failure
-from grader.suite import load_suite
+from grader.run.config import RunConfig
+from grader.run.runner import gate_failure
+from grader.run.worker import nothing_graded, select_shapes
+from grader.suite.load import load_suite
 from grader.verdicts import Verdict
-from grader.worker import nothing_graded, select_shapes
 
 DEMO = load_suite(PROBLEM_BUNDLES / "demo")
 
@@ -49,7 +49,7 @@ def test_suite_roots_come_before_the_working_directory(tmp_path: Path,
     import shutil
 
     from grader.errors import ProblemError
-    from grader.suite import find_suite
+    from grader.suite.load import find_suite
 
     roots = tmp_path / "suites"
     shutil.copytree(PROBLEM_BUNDLES / "demo", roots / "demo")

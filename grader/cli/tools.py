@@ -12,11 +12,11 @@ import click
 from grader.paths import PROBLEM_BUNDLES
 
 if TYPE_CHECKING:
-    from grader.imaging import RuntimeConfig
+    from grader.images import RuntimeConfig
 
 
 def _runtime_cfg(cuda_base: str | None, kind: str) -> RuntimeConfig:
-    from grader.imaging import RuntimeConfig
+    from grader.images import RuntimeConfig
 
     return RuntimeConfig(kind=kind, **({"cuda_base": cuda_base} if cuda_base else {}))  # type: ignore[arg-type]
 
@@ -33,8 +33,8 @@ def images() -> None:
 @click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
 def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str | None) -> None:
     """Print a Dockerfile without building anything."""
-    from grader.imaging import problem_plan, runtime_plan
-    from grader.suite import find_suite
+    from grader.images import problem_plan, runtime_plan
+    from grader.suite.load import find_suite
 
     if what == "problem":
         s = find_suite(suite, [PROBLEM_BUNDLES])
@@ -56,9 +56,9 @@ def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str 
               help="Build the problem images of these suites too.")
 def images_build(suites: tuple[str, ...]) -> None:
     """Build (or find) the CPU runtime and the problem images; builds only what is missing."""
-    from grader.imaging import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
     from grader.sandbox.docker_engine import DockerEngine
-    from grader.suite import find_suite
+    from grader.suite.load import find_suite
 
     engine = DockerEngine()
     runtime = ensure_runtime(engine, RuntimeConfig())
@@ -99,7 +99,7 @@ def images_prune(everything: bool) -> None:
               help="first remove what graders that died left: containers, mounts, folders")
 def doctor(reap: bool) -> None:
     """Check this host: Docker, seccomp, GPU passthrough, output caps, images."""
-    from grader.doctor import reap_leftovers, run_checks
+    from grader.cli.doctor import reap_leftovers, run_checks
 
     if reap:
         click.echo(f"reaped: {reap_leftovers()}")
@@ -144,7 +144,7 @@ def policy_show(name: str) -> None:
               help="Also write the findings as SARIF 2.1.0 to this file.")
 def check(bundle: Path, policy_name: str, sarif: Path | None) -> None:
     """Static analysis only (no Docker, no GPU): print the findings of BUNDLE's kernels."""
-    from grader.bundle_tools import static_check
+    from grader.intake.tools import static_check
 
     findings = static_check(bundle, policy_name)
     total = 0
@@ -171,7 +171,7 @@ def bundle() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def bundle_create(directory: Path, output: Path) -> None:
     """Pack DIRECTORY (submission.toml + kernels/) into a bundle, validating it first."""
-    from grader.bundle_tools import create_bundle
+    from grader.intake.tools import create_bundle
 
     sub = create_bundle(directory, output)
     click.echo(f"{output}: {len(sub.manifest.problems)} kernel(s) for suite "
@@ -190,7 +190,7 @@ def bundle_check(bundle_path: Path, policy_name: str, suite_roots: tuple[Path, .
     analysis. Exit 0 when it would be accepted with no blocking finding; 4 when a static
     finding (fallback, violation, tampering) would keep kernels from `passed`; 10-15 when
     intake refuses it (see docs/cli.md)."""
-    from grader.bundle_tools import check_bundle, gate, render_check
+    from grader.intake.tools import check_bundle, gate, render_check
 
     result = check_bundle(bundle_path, policy_name, list(suite_roots) or [PROBLEM_BUNDLES])
     for line in render_check(result):
@@ -208,7 +208,7 @@ def init(problem_id: str, suite_dir: Path) -> None:
     """Scaffold a new problem: SUITE/PROBLEM_ID/problem.toml and reference.py, valid as
     written (one smoke shape), with TODOs to fill; in a new suite also SUITE/suite.toml and
     weights.toml. Refuses to overwrite anything."""
-    from grader.init_problem import scaffold
+    from grader.suite.scaffold import scaffold
 
     made = scaffold(problem_id, suite_dir)
     for path in [*made.suite_files, *made.files]:
@@ -231,8 +231,8 @@ def selftest(groups: tuple[str, ...], device: str, runtime: str | None,
              python: str | None) -> None:
     """Grade the hostile-entry suite (or other case groups) on this host and print, case by
     case, the verdict expected and the verdict given. Exits 1 if any differs."""
+    from grader.cli.selftest import Target, run_selftest
     from grader.sandbox.docker_engine import DockerEngine
-    from grader.selftest import Target, run_selftest
 
     target = Target(device=device, runtime=runtime or ("host" if device == "cuda" else "cpu"),
                     python=python)

@@ -14,10 +14,10 @@ import json
 import shutil
 from pathlib import Path
 
-from grader.checkpoint import CHECKPOINT_DIR, host_fs
 from grader.errors import UsageError
 from grader.report.model import Report
 from grader.report.render import FILENAMES
+from grader.run.checkpoint import CHECKPOINT_DIR, host_fs
 from grader.verdicts import Verdict
 
 

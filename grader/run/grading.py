@@ -17,15 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader import __version__
-from grader.checkpoint import Checkpoint, Finished, RunKey, host_fs
-from grader.config import RunConfig
-from grader.detection import Detector
-from grader.doctor import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
+from grader.detect.detector import Detector
 from grader.errors import ExposedHostPath, InfraError, UsageError
-from grader.host_runtime import bind_conflicts, host_runtime
-from grader.imaging import ensure_runtime
-from grader.intake import Submission, open_bundle
-from grader.jobs import Sandbox, TimingKnobs
+from grader.images import ensure_runtime
+from grader.intake.bundle import Submission, open_bundle
 from grader.report.model import (
     Environment,
     ProblemResult,
@@ -34,14 +29,19 @@ from grader.report.model import (
     SuiteSummary,
     Summary,
 )
+from grader.run.checkpoint import Checkpoint, Finished, RunKey, host_fs
+from grader.run.config import RunConfig
+from grader.run.jobs import Sandbox, TimingKnobs
+from grader.run.worker import Worker, derive_module_seed, derive_seed, select_shapes, start_ahead
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
+from grader.sandbox.host_runtime import bind_conflicts, host_runtime
 from grader.sandbox.runs import owned_run, reap_dead
 from grader.sandbox.spec import Bind, GpuAccess
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
-from grader.suite import ProblemBundle, Suite, find_suite
+from grader.suite.load import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict
-from grader.worker import Worker, derive_module_seed, derive_seed, select_shapes, start_ahead
 
 if TYPE_CHECKING:
     from grader.round.refcache import ReferenceCache

@@ -12,23 +12,23 @@ from pathlib import Path
 
 import click
 
-from grader import outdir
-from grader.checkpoint import host_fs
-from grader.config import RunConfig
+from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.detection import Detector
 from grader.errors import GraderError, ReferenceFailed, UsageError, VerdictGate
-from grader.grade import Grader
-from grader.imaging import RuntimeConfig
-from grader.intake import open_bundle
-from grader.packing import packed
+from grader.images import RuntimeConfig
+from grader.intake.bundle import open_bundle
+from grader.intake.packing import packed
 from grader.paths import PROBLEM_BUNDLES
-from grader.progress import Progress
 from grader.report.entry_paths import with_entry_paths
 from grader.report.model import Report
 from grader.report.render import write_reports
+from grader.run import outdir
+from grader.run.checkpoint import host_fs
+from grader.run.config import RunConfig
+from grader.run.grading import Grader
+from grader.run.progress import Progress
 from grader.sandbox.docker_engine import DockerEngine
-from grader.suite import Suite, find_suite
+from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
 
 
@@ -48,7 +48,7 @@ class RunRequest:
     fail_on: frozenset[Verdict] = frozenset()
     seed_secret: str | None = None
     quiet: bool = False
-    log_format: str = "human"  # human | json (see grader.progress)
+    log_format: str = "human"  # human | json (see grader.run.progress)
     runtime: str = "cpu"  # cpu | cuda | host
     python: str | None = None  # interpreter inside the container (cuda, host)
     cuda_base: str | None = None
@@ -57,7 +57,7 @@ class RunRequest:
     hardware: str = "auto"
     resume: bool = False  # finish the run checkpointed in out_dir
     overlap: bool = True  # reference and entry containers side by side (problem_run.run_pair)
-    start_ahead: str = "auto"  # auto | on | off (grader/worker.py)
+    start_ahead: str = "auto"  # auto | on | off (grader/run/worker.py)
     ahead_depth: int = 2  # batches started ahead at once
     suite: str | None = None  # grading one kernel file: its suite (id or folder)
     force: bool = False  # replace another submission's reports in out_dir

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from grader.errors import ProblemError, ReferenceFailed
 from grader.formats.problem import Shape
-from grader.suite import Suite
+from grader.suite.load import Suite
 
 
 @dataclass(frozen=True, kw_only=True)

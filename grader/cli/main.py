@@ -10,8 +10,8 @@ import click
 
 from grader import __version__
 from grader.errors import GraderError
-from grader.progress import LOG_FORMATS
 from grader.report.render import FORMATS
+from grader.run.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
     from grader.verdicts import Verdict
@@ -133,7 +133,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         ahead_depth: int, suite: str | None, force: bool, keep_checkpoint: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
-    from grader.runner import RunRequest, grade_bundle
+    from grader.run.runner import RunRequest, grade_bundle
 
     req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
@@ -168,7 +168,9 @@ def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None, pu
 
 
 def main() -> None:
-    from grader import cli_import, cli_scoring, cli_tools
+    from grader.cli import imports as cli_import
+    from grader.cli import scoring as cli_scoring
+    from grader.cli import tools as cli_tools
 
     cli_tools.register(cli)
     cli_scoring.register(cli)

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.channel import Frames
-from grader.evidence import OutDir
 from grader.formats.problem import Problem, Shape
 from grader.harness.main import STANDBY_ENV
 from grader.harness.warden import LOG_BYTES_ENV, STDOUT_BYTES
 from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
+from grader.run.channel import Frames
+from grader.run.evidence import OutDir
 from grader.sandbox.capped import private_dir, resize
 from grader.sandbox.docker_engine import DockerEngine, ExitState
 from grader.sandbox.runs import run_folder
@@ -55,7 +55,7 @@ class TimingKnobs:
 class ContainerRun:
     exit: ExitState
     out: OutDir
-    frames: Frames | None = None  # an entry's channel (grader/channel.py); None: files only
+    frames: Frames | None = None  # an entry's channel (grader/run/channel.py); None: files only
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,11 +25,11 @@ from grader.errors import (
     ManifestError,
     UsageError,
 )
-from grader.intake import MANIFEST, IntakeLimits, Submission, open_bundle
-from grader.kernel_check import kernel_problem
+from grader.intake.bundle import MANIFEST, IntakeLimits, Submission, open_bundle
+from grader.intake.kernel_check import kernel_problem
 
 if TYPE_CHECKING:
-    from grader.suite import Suite
+    from grader.suite.load import Suite
 
 # Findings of these severities decide a verdict other than `passed` (see docs/detection.md).
 BLOCKING: frozenset[Severity] = frozenset(
@@ -178,7 +178,7 @@ def check_bundle(bundle: Path, policy_name: str,
 
 
 def _find(suite_name: str, roots: list[Path] | None) -> Suite | None:
-    from grader.suite import find_suite
+    from grader.suite.load import find_suite
 
     if roots is None:
         return None

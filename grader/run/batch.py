@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import batching
-from grader.channel import read_entry_out, read_frames
-from grader.evidence import read_out_dir, read_result
 from grader.formats.problem import Problem
 from grader.harness.main import AT_GATE, CASES_DONE, GO, START
-from grader.jobs import (
+from grader.run import plan as batching
+from grader.run.channel import read_entry_out, read_frames
+from grader.run.evidence import read_out_dir, read_result
+from grader.run.jobs import (
     Case,
     ContainerRun,
     Sandbox,

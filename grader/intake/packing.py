@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.init_problem import PROBLEM_ID
-from grader.intake import MANIFEST
+from grader.intake.bundle import MANIFEST
+from grader.suite.scaffold import PROBLEM_ID
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +45,7 @@ def packed(source: Path, *, problems: tuple[str, ...], suite: str | None,
         raise UsageError(f"{source}: no such file or folder",
                          hint="pass a bundle (.tar), a submission folder (submission.toml and "
                          "kernels/), or one kernel file with --problem ID --suite SUITE")
-    from grader.bundle_tools import create_bundle
+    from grader.intake.tools import create_bundle
 
     work = Path(tempfile.mkdtemp(prefix="grader-pack-"))
     try:

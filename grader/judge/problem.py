@@ -10,13 +10,13 @@ import math
 from collections import Counter
 from typing import Protocol
 
-from grader.compare import compare
 from grader.detect.dynamic import CallEvidence, verdict_for
 from grader.detect.findings import Finding, Layer, Severity
-from grader.evidence import OutDir, ResultFile, TraceRecord
 from grader.formats.problem import Problem, Shape
-from grader.jobs import Case, ContainerRun
+from grader.judge.outputs import compare
 from grader.report.model import Comparison, KernelTime, ShapeResult, Timing, Trace
+from grader.run.evidence import OutDir, ResultFile, TraceRecord
+from grader.run.jobs import Case, ContainerRun
 from grader.verdicts import Verdict, worst
 
 EXCERPT = 2000
@@ -33,7 +33,7 @@ def hit_limit(text: str | None) -> bool:
 
 
 class TraceJudge(Protocol):
-    """How dynamic evidence becomes findings (grader/detection.py has the real one)."""
+    """How dynamic evidence becomes findings (grader/detect/detector.py has the real one)."""
 
     def judge(self, trace: Trace, own_kernels: set[str]) -> tuple[list[Finding], Trace]:
         """Findings for `trace`, and the trace with kernel kinds and DSL share filled in."""

@@ -10,13 +10,13 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.bundle_tools import create_bundle
+from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.detection import Detector
-from grader.grade import Grader
+from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.report.model import Report
-from grader.runner import RunRequest, to_config
+from grader.run.grading import Grader
+from grader.run.runner import RunRequest, to_config
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from grader.jobs import ContainerRun
+from grader.run.jobs import ContainerRun
 
 # The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
 # Only these names: the entry writes that file.

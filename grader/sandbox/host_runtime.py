@@ -33,9 +33,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.doctor import driver_library_links
 from grader.errors import UsageError
 from grader.paths import cache_dir
+from grader.sandbox.gpus import driver_library_links
 from grader.sandbox.spec import Bind
 
 # Prefixes shared with the rest of the system: binding one whole would show the host.

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from grader.imaging import RuntimeConfig
+from grader.images import RuntimeConfig
 from grader.paths import PROBLEM_BUNDLES
 from grader.sandbox.spec import Limits
 from grader.verdicts import Verdict
@@ -34,7 +34,7 @@ class RunConfig:
     public: bool = False
     fail_on: frozenset[Verdict] = frozenset()
     seed_secret: bytes | None = None  # None: a fresh secret for this run (or the checkpoint's)
-    resume: bool = False  # finish the run checkpointed in out_dir (see grader/checkpoint.py)
+    resume: bool = False  # finish the run checkpointed in out_dir (see grader/run/checkpoint.py)
     seeds_per_shape: int | None = None  # None: the suite's setting
     # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
     # (batching.py): the inputs cross between containers as files.
@@ -43,7 +43,7 @@ class RunConfig:
     # entry imports while the reference computes. False: one after the other.
     overlap: bool = True
     # Each batch's containers started while the batch before it runs, waiting at a gate after
-    # their cold imports (grader/worker.py). auto: when the host has AHEAD_CORES cores a
+    # their cold imports (grader/run/worker.py). auto: when the host has AHEAD_CORES cores a
     # worker (two running containers, two or more starting): on two cores it only slows the
     # run.
     start_ahead: Literal["auto", "on", "off"] = "auto"

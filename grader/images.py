@@ -26,11 +26,11 @@ import jinja2
 from grader.errors import ImageBuildError, UsageError
 from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
 from grader.sandbox.docker_engine import DockerEngine
-from grader.suite import ProblemBundle
+from grader.suite.load import ProblemBundle
 
 RuntimeKind = Literal["cpu", "cuda", "host"]
 # Host-runtime mode: an image with no files of its own, run with what the host's interpreter
-# is made of bound read-only (air-gapped GPU hosts; grader/host_runtime.py says what).
+# is made of bound read-only (air-gapped GPU hosts; grader/sandbox/host_runtime.py says what).
 HOST_SKELETON = "grader-hostfs:skeleton"
 _SKELETON_DIRS = ("usr", "lib", "lib64", "lib32", "bin", "sbin", "etc", "opt", "tmp", "proc",
                   "dev", "sys", "root", "grader", "run", "var")

@@ -33,25 +33,25 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from grader import batching
-from grader.config import RunConfig
 from grader.detect.findings import Finding
 from grader.errors import InfraError
 from grader.formats.problem import Shape
-from grader.imaging import ensure, problem_plan
-from grader.intake import Submission
-from grader.jobs import Case, ContainerRun, Sandbox
-from grader.judge import judge_problem, reference_failure, tail, whole_problem
-from grader.phases import add, harness_phases
-from grader.problem_run import Batch, Beside, Standby, run_entry, run_pair, run_reference
+from grader.images import ensure, problem_plan
+from grader.intake.bundle import Submission
+from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
 from grader.report.model import ProblemResult, ShapeResult
+from grader.run import plan as batching
+from grader.run.batch import Batch, Beside, Standby, run_entry, run_pair, run_reference
+from grader.run.config import RunConfig
+from grader.run.jobs import Case, ContainerRun, Sandbox
+from grader.run.phases import add, harness_phases
 from grader.sandbox.spec import Limits
-from grader.suite import ProblemBundle, Suite
+from grader.suite.load import ProblemBundle, Suite
 from grader.verdicts import Verdict, worst
 
 if TYPE_CHECKING:
-    from grader.grade import Grader
     from grader.round.refcache import ReferenceCache
+    from grader.run.grading import Grader
 
 
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:

@@ -43,15 +43,13 @@ def hardware_calibrate(base: str, output: Path | None) -> None:
     """Measure this GPU's copy bandwidth and bf16 matmul rate; write them as `[measured]`."""
     from grader.errors import UsageError
     from grader.scoring.apply import profile_for_device
-    from grader.scoring.calibrate import comments_of, measure, profile_toml, with_measured
-    from grader.scoring.hardware import HARDWARE_DIR, load_hardware
+    from grader.scoring.calibrate import calibrated_profile, measure
 
     cal = measure()
     name = profile_for_device(cal.device) if base == "auto" else base
     if name is None:
         raise UsageError(f"no profile matches {cal.device!r}", hint="name one with --base")
-    text = profile_toml(with_measured(load_hardware(name), cal),
-                        comments_of(HARDWARE_DIR / f"{name}.toml"))
+    text = calibrated_profile(name, cal)
     click.echo(f"{cal.device}: copy {cal.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 matmul "
                f"{cal.bf16_flops_per_s / 1e12:.0f} TFLOP/s", err=True)
     if output is None:
@@ -129,8 +127,8 @@ def compare(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None
     report over S_i on the first). Each column names its machine and its submission. Two
     different entries: pass --allow-mixed (see below)."""
     from grader.report.render import load_report
-    from grader.scoring.compare import compare as run_compare
-    from grader.scoring.compare import comparison_text
+    from grader.scoring.across import compare as run_compare
+    from grader.scoring.across import comparison_text
 
     cmp = run_compare([load_report(p) for p in reports], allow_mixed=allow_mixed)
     click.echo(json.dumps(cmp.model_dump(), indent=2) if as_json else comparison_text(cmp),
@@ -161,8 +159,8 @@ def release(suite: str, out: Path, suite_roots: tuple[Path, ...], no_run_check: 
     Refuses (exit 21) a suite whose reference does not import or fails on its smallest
     shape on the CPU."""
     from grader.scoring.release import build_kit
-    from grader.suite import find_suite
-    from grader.suite_selfcheck import self_check
+    from grader.suite.load import find_suite
+    from grader.suite.selfcheck import self_check
 
     found = find_suite(suite, _suite_roots(suite_roots))
     checked = self_check(found, run=not no_run_check)

@@ -15,7 +15,7 @@ from string import Template
 
 from grader.errors import UsageError
 
-TEMPLATES = Path(__file__).resolve().parent / "templates" / "problem"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "problem"
 FILES: dict[str, str] = {"problem.toml": "problem.toml.tmpl", "reference.py": "reference.py.tmpl"}
 # The `Ident` pattern of grader.formats; a problem id is also a folder and a Python-safe name.
 PROBLEM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -26,15 +26,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.evidence import (
-    JSON_FILES,
-    MAX_JSON,
-    Anomaly,
-    OutDir,
-    ReadyFile,
-    ResultFile,
-    read_out_dir,
-)
 from grader.harness.warden import (
     FRAME_MAX,
     READY,
@@ -43,6 +34,15 @@ from grader.harness.warden import (
     STDOUT_BYTES,
     TAMPERING,
     TRACED,
+)
+from grader.run.evidence import (
+    JSON_FILES,
+    MAX_JSON,
+    Anomaly,
+    OutDir,
+    ReadyFile,
+    ResultFile,
+    read_out_dir,
 )
 
 CHANNEL = "channel:"

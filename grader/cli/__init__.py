@@ -1,0 +1,3 @@
+"""The command line: `main.py` parses and dispatches; each other module is a command
+group.
+"""
