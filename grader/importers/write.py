@@ -1,6 +1,6 @@
 """Write a SuiteDraft as a suite of ours: files, derived roofline numbers, checks, all or nothing.
 
-The suite is assembled in a fresh folder beside OUT, loaded back with `grader.suite.load_suite`
+The suite is assembled in a fresh folder beside OUT, loaded back with `grader.suite.load.load_suite`
 (the loader `grader run` uses), and only then renamed to OUT: a failed import leaves nothing.
 Shapes the source gives no FLOPs or bytes for are derived by running the reference once, as
 `grader roofline derive` does (on `meta` by default: nothing is computed, so large shapes cost
@@ -18,14 +18,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
-from grader.errors import GraderError, ProblemError, UsageError
-from grader.formats._base import parse_toml
-from grader.formats.problem import Problem, SuiteFile, SuiteInfo, Weights
+from grader.errors import ProblemError, UsageError
+from grader.formats.problem import Problem, SuiteInfo, Weights
+from grader.formats.writer import problem_toml, suite_toml, weights_toml
 from grader.importers.common import ProblemDraft, ShapeDraft, SuiteDraft, reason
-from grader.importers.render import problem_toml, suite_toml, weights_toml
 from grader.importers.smoke import with_smoke
-from grader.init_problem import PROBLEM_ID
-from grader.suite import Suite, load_suite
+from grader.suite.load import Suite, load_suite
+from grader.suite.scaffold import PROBLEM_ID
 
 UPSTREAM_RTOL = 0.1  # a source's own roofline numbers beside ours: a difference worth a note
 
@@ -137,11 +136,7 @@ def _write_problem(draft: ProblemDraft, root: Path, device: str, kind: str
     text = problem_toml(problem, f"Imported by `grader import {kind}` from {draft.origin}.\n"
                         "Re-import rather than edit; docs/import.md says what each field "
                         "came from.")
-    path = directory / "problem.toml"
-    if parse_toml(text, Problem, str(path), GraderError) != problem:
-        raise GraderError(f"{path}: the rendered TOML does not read back as written",
-                          hint="an importer bug: report it with --debug")
-    path.write_text(text, encoding="utf-8")
+    (directory / "problem.toml").write_text(text, encoding="utf-8")
     return problem, derived
 
 
@@ -177,14 +172,9 @@ def write_suite(draft: SuiteDraft, opts: ImportOptions) -> ImportResult:
         weights = Weights(version=opts.version, source=draft.weights_source,
                           weights=[w for w in draft.weights if w.problem in problems])
         header = f"Imported by `grader import {draft.kind}` from {draft.source}."
-        text = suite_toml(info, header)
-        if parse_toml(text, SuiteFile, "suite.toml", GraderError).suite != info:
-            raise GraderError("suite.toml: the rendered TOML does not read back as written")
-        (staging / "suite.toml").write_text(text, encoding="utf-8")
-        text = weights_toml(weights, header)
-        if parse_toml(text, Weights, "weights.toml", GraderError) != weights:
-            raise GraderError("weights.toml: the rendered TOML does not read back as written")
-        (staging / "weights.toml").write_text(text, encoding="utf-8")
+        # The writer reads every text back with the format models before it returns it.
+        (staging / "suite.toml").write_text(suite_toml(info, header), encoding="utf-8")
+        (staging / "weights.toml").write_text(weights_toml(weights, header), encoding="utf-8")
         load_suite(staging)  # what `grader run` will do: refuse here rather than there
         if opts.out.exists():
             opts.out.rmdir()  # empty (checked); replaced by the finished suite

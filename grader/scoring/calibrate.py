@@ -1,6 +1,9 @@
 """`grader hardware calibrate`: measure the local GPU's achievable ceilings (a large
 device-to-device copy, a large bf16 matmul) and write them into a profile's `[measured]` table.
 
+The profile's file is edited in place with tomlkit: only `[measured]` changes, and the file's
+comments (which say where each datasheet number comes from) are kept.
+
 The datasheet stays the default ceiling; measured ones are used only when asked, and the
 physical floor (scoring/apply.py) always uses the datasheet's, the more generous.
 """
@@ -8,15 +11,23 @@ physical floor (scoring/apply.py) always uses the datasheet's, the more generous
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
-from grader.errors import UsageError
-from grader.scoring.hardware import HardwareProfile, Measured, Sourced
+import tomlkit
+from tomlkit.items import Item, Table
+
+from grader.errors import GraderError, UsageError
+from grader.formats._base import parse_toml
+from grader.scoring.hardware import (
+    HardwareProfile,
+    Measured,
+    Sourced,
+    load_hardware,
+    profile_path,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,45 +97,63 @@ def with_measured(profile: HardwareProfile, cal: Calibration,
     return profile.model_copy(update={"measured": measured})
 
 
-def _value(v: object) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return repr(v)
-    if isinstance(v, float):
-        # The shortest form that reads back exactly: 4.8e+12 rather than 4800000000000.0.
-        text = next(t for t in (f"{v:.{p}g}" for p in range(1, 18)) if float(t) == v)
-        return text if any(c in text for c in ".en") else text + ".0"  # n: nan, inf
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)  # JSON string escapes are valid TOML ones
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+def _number(v: float) -> Item:
+    """`v` in the shortest form that reads back exactly: 4.8e+12 rather than 4800000000000.0
+    (tomlkit writes a float as Python's str does)."""
+    text = next(t for t in (f"{v:.{p}g}" for p in range(1, 18)) if float(t) == v)
+    return tomlkit.value(text if any(c in text for c in ".e") else f"{text}.0")
 
 
-def _tables(data: dict[str, Any], prefix: str, out: list[str]) -> None:
-    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    if prefix and scalars:
-        out.append(f"\n[{prefix}]")
-    out.extend(f"{k} = {_value(v)}" for k, v in scalars.items())
-    for k, v in data.items():
-        if isinstance(v, dict):
-            _tables(v, f"{prefix}.{k}" if prefix else k, out)
+def _items(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _items(v) if isinstance(v, dict) else _number(v) if isinstance(v, float) else v
+            for k, v in data.items()}
 
 
-def comments_of(path: Path) -> list[str]:
-    """The comment lines that open a profile file (none if it does not exist), but the line
-    profile_toml adds itself."""
-    if not path.is_file():
-        return []
-    lines = takewhile(lambda line: line.startswith("#"), path.read_text().splitlines())
-    return [line for line in lines if "written by grader hardware calibrate" not in line]
+def _table(data: dict[str, Any]) -> Table:
+    # A table of tables only is written as its sub-tables' headers alone.
+    table = tomlkit.table(is_super_table=all(isinstance(v, dict) for v in data.values()))
+    _merge(table, data)
+    return table
 
 
-def profile_toml(profile: HardwareProfile, header: list[str] | None = None) -> str:
-    """The profile as a TOML file that `load_hardware` reads back to an equal profile;
-    `header`: comment lines to open it with (e.g. those of the base profile's file)."""
-    lines = [*(header or []), f"# Hardware profile {profile.name}; [measured] written by "
-             "grader hardware calibrate."]
-    _tables(profile.model_dump(mode="json", exclude_none=True), "", lines)
-    return "\n".join(lines) + "\n"
+def _merge(table: Table, data: dict[str, Any]) -> None:
+    """Set `table` to `data` key by key, so that what stays keeps its comments and place (a
+    key that goes takes its own comments with it)."""
+    for key in [k for k in table if k not in data]:
+        del table[key]
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            table[key] = value
+        elif isinstance(table.get(key), Table):
+            _merge(table[key], value)
+        else:
+            table[key] = _table(value)
+
+
+def measured_text(text: str, profile: HardwareProfile, source: str) -> str:
+    """`text`, a profile's file, with its `[measured]` table set to `profile.measured`, edited
+    in place: every comment, and every other key and number as it was written, stay. Refused
+    (GraderError) unless the result reads back as `profile`."""
+    doc = tomlkit.parse(text)
+    if profile.measured is None:
+        doc.pop("measured", None)
+    else:
+        measured = _items(profile.measured.model_dump(exclude_none=True))
+        if isinstance(doc.get("measured"), Table):
+            _merge(doc["measured"], measured)
+        else:
+            table = _table(measured)
+            table.comment("written by grader hardware calibrate")
+            doc["measured"] = table
+    out = tomlkit.dumps(doc).rstrip("\n") + "\n"
+    if parse_toml(out, HardwareProfile, source, GraderError) != profile:
+        raise GraderError(f"{source}: the calibrated profile does not read back as measured",
+                          hint="a grader bug: report it with --debug")
+    return out
+
+
+def calibrated_profile(base: str | Path, cal: Calibration, today: dt.date | None = None) -> str:
+    """The text of profile `base` (a name or a file) with `cal` as its `[measured]` table."""
+    path = profile_path(base)
+    profile = with_measured(load_hardware(path), cal, today)
+    return measured_text(path.read_text(encoding="utf-8"), profile, str(path))

@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import ast
 import io
-import json
 import re
 import tarfile
 from collections.abc import Mapping
 
+import tomlkit
+
 from grader.errors import ProblemError
 from grader.formats.problem import Problem, Shape
+from grader.formats.spec import PublicShape, Spec
+from grader.formats.writer import spec_toml
 from grader.scoring.roofline import work
-from grader.suite import ProblemBundle, Suite
+from grader.suite.load import ProblemBundle, Suite
 
 SPEC_NAME = "spec.toml"
+SPEC_HEADER = ("Public specification of one problem. Your kernel is graded on these shapes and on\n"
+               "further, larger hidden shapes of the same operator.")
 # Integers this small appear in any text (loop bounds, list indices); they carry no secret.
 _SMALL_INT = 100
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
@@ -34,21 +39,6 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 
 def public_shapes(problem: Problem) -> list[Shape]:
     return [s for s in problem.shapes if s.smoke]
-
-
-def _toml_str(value: str) -> str:
-    # A JSON string is a valid TOML basic string (same escapes, \uXXXX included).
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return _toml_str(str(value))
 
 
 def _parse(source: str, problem_id: str, name: str) -> ast.Module:
@@ -82,53 +72,48 @@ def module_signature(sources: Mapping[str, str], problem: Problem) -> str:
     return f"{head}: the constructor and forward() of the reference's Model"
 
 
+def spec_of(problem: Problem, reference_source: str,
+            extra_sources: Mapping[str, str] | None = None) -> Spec:
+    """The public part of `problem`: its smoke shapes, and the tolerance grading uses for each
+    of its dtypes."""
+    module = problem.interface == "module"
+    sig = (module_signature({"reference.py": reference_source, **(extra_sources or {})}, problem)
+           if module else signature(reference_source, problem.id))
+    return Spec(id=problem.id, operator=problem.operator, signature=sig,
+                description=problem.description.strip(), dtypes=problem.dtypes,
+                interface=problem.interface,
+                entry_classes=list(problem.entry_names()) if module else None,
+                init_params=problem.init_params,
+                tolerance={d: problem.tolerance_for(d) for d in problem.dtypes},
+                shapes=[PublicShape(id=s.id, phase=s.phase, params=s.params)
+                        for s in public_shapes(problem)])
+
+
 def spec_text(problem: Problem, reference_source: str,
               extra_sources: Mapping[str, str] | None = None) -> str:
     """The public spec of one problem, as TOML."""
-    if problem.interface == "module":
-        sig = module_signature({"reference.py": reference_source, **(extra_sources or {})},
-                               problem)
-    else:
-        sig = signature(reference_source, problem.id)
-    lines = [
-        "# Public specification of one problem. Your kernel is graded on these shapes and on",
-        "# further, larger hidden shapes of the same operator.",
-        f"id = {_toml_str(problem.id)}",
-        f"operator = {_toml_str(problem.operator)}",
-        f"signature = {_toml_str(sig)}",
-        f"description = {_toml_str(problem.description.strip())}",
-        f"dtypes = [{', '.join(_toml_str(d) for d in problem.dtypes)}]",
-    ]
-    if problem.interface == "module":
-        lines += ['interface = "module"',
-                  f"entry_classes = [{', '.join(_toml_str(c) for c in problem.entry_names())}]",
-                  f"init_params = [{', '.join(_toml_str(c) for c in problem.init_params)}]"]
-    for dtype in problem.dtypes:
-        tol = problem.tolerance_for(dtype)
-        lines += ["", f"[tolerance.{dtype}]", f"atol = {tol.atol!r}", f"rtol = {tol.rtol!r}"]
-    for shape in public_shapes(problem):
-        params = ", ".join(f"{k} = {_toml_value(v)}" for k, v in shape.params.items())
-        lines += ["", "[[shapes]]", f"id = {_toml_str(shape.id)}",
-                  f"phase = {_toml_str(shape.phase)}", f"params = {{ {params} }}"]
-    return "\n".join(lines) + "\n"
+    return spec_toml(spec_of(problem, reference_source, extra_sources), SPEC_HEADER)
 
 
 def submission_template(suite: Suite) -> str:
-    lines = [
-        "# Fill in and bundle with your kernels: tar -cf submission.tar submission.toml kernels/",
-        "[submission]",
-        'name = "your-team/your-entry"',
-        f"suite = {_toml_str(suite.id)}",
-        'dsl = "triton"',
-        "",
-        "[submission.agent]          # optional: what producing the entry cost",
-        'model = "model-name"',
-        "# output_tokens = 0",
-        "# wall_s = 0.0",
-    ]
+    """A submission.toml for entrants to fill in: one kernel file per problem of the suite."""
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("Fill in and bundle with your kernels: "
+                            "tar -cf submission.tar submission.toml kernels/"))
+    agent = tomlkit.table()
+    agent.comment("optional: what producing the entry cost")
+    agent.add("model", "model-name")
+    agent.add(tomlkit.comment("output_tokens = 0"))
+    agent.add(tomlkit.comment("wall_s = 0.0"))
+    submission = tomlkit.table()
+    submission.update({"name": "your-team/your-entry", "suite": suite.id, "dsl": "triton"})
+    submission.add("agent", agent)
+    doc.add("submission", submission)
+    problems = tomlkit.table(is_super_table=True)
     for pid in suite.problems:
-        lines += ["", f"[problems.{pid}]", f'file = "kernels/{pid}.py"']
-    return "\n".join(lines) + "\n"
+        problems.add(pid, {"file": f"kernels/{pid}.py"})
+    doc.add("problems", problems)
+    return tomlkit.dumps(doc)
 
 
 def _module_note(suite: Suite) -> str:
