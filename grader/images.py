@@ -31,7 +31,7 @@ from grader.suite.load import ProblemBundle
 RuntimeKind = Literal["cpu", "cuda", "host"]
 # Host-runtime mode: an image with no files of its own, run with what the host's interpreter
 # is made of bound read-only (air-gapped GPU hosts; grader/sandbox/host_runtime.py says what).
-HOST_SKELETON = "grader-hostfs:skeleton"
+HOST_SKELETON_REPO = "grader-hostfs"
 _SKELETON_DIRS = ("usr", "lib", "lib64", "lib32", "bin", "sbin", "etc", "opt", "tmp", "proc",
                   "dev", "sys", "root", "grader", "run", "var")
 DEBIAN_SUITE = "bookworm"
@@ -200,9 +200,11 @@ def ensure(engine: DockerEngine, plan: BuildPlan) -> Ensured:
     return Ensured(tag=plan.tag, id=image_id, built=True)
 
 
-def make_host_skeleton(engine: DockerEngine, tag: str = HOST_SKELETON) -> str:
-    """Import an image holding only empty top-level folders (and the host's /lib-style links),
-    to be run with the host's toolchain bound read-only."""
+def host_skeleton() -> tuple[str, bytes]:
+    """The host-runtime image's tag and its one layer: empty top-level folders, and the host's
+    /lib-style links as links. The tag is the layer's hash, so an image of that name made
+    elsewhere (another tool's "skeleton", an older grader's) is never taken for ours: on the
+    H200, 2026-12-03, a skeleton without /var of the same fixed tag was reused."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name in _SKELETON_DIRS:
@@ -213,18 +215,26 @@ def make_host_skeleton(engine: DockerEngine, tag: str = HOST_SKELETON) -> str:
             else:
                 info.type, info.mode = tarfile.DIRTYPE, 0o755
             tar.addfile(info)
+    data = buf.getvalue()
+    return f"{HOST_SKELETON_REPO}:{hashlib.sha256(data).hexdigest()[:16]}", data
+
+
+def make_host_skeleton(engine: DockerEngine, tag: str, data: bytes) -> str:
+    """Import the host-runtime image (host_skeleton), to be run with the host's toolchain
+    bound read-only."""
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         path = Path(tmp) / "skeleton.tar"
-        path.write_bytes(buf.getvalue())
+        path.write_bytes(data)
         return engine.import_rootfs(path, tag, kind="runtime-host")
 
 
 def ensure_runtime(engine: DockerEngine, cfg: RuntimeConfig) -> Ensured:
     if cfg.kind == "host":
-        existing = engine.image_id(HOST_SKELETON)
+        tag, data = host_skeleton()
+        existing = engine.image_id(tag)
         if existing is not None:
-            return Ensured(tag=HOST_SKELETON, id=existing, built=False)
-        return Ensured(tag=HOST_SKELETON, id=make_host_skeleton(engine), built=True)
+            return Ensured(tag=tag, id=existing, built=False)
+        return Ensured(tag=tag, id=make_host_skeleton(engine, tag, data), built=True)
     if cfg.kind == "cuda" and engine.image_id(runtime_plan(cfg).tag) is None:
         # No registry here: a CUDA base image must already be on the host.
         if engine.image_id(cfg.cuda_base) is None:

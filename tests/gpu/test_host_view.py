@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.selftest import Target, grade_case
-from grader.images import HOST_SKELETON, RuntimeConfig, ensure_runtime
+from grader.images import RuntimeConfig, ensure_runtime
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.gpus import gpu_mode, gpu_nodes
@@ -66,7 +66,7 @@ def _toolkit_file(path: str) -> bool:
 
 def test_a_gpu_container_shows_only_the_runtime_and_runs_triton() -> None:
     engine = DockerEngine()
-    ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable))
+    skeleton = ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable)).tag
     rt = resolve(sys.executable, gpu=True)
     assert any(b.why == "compiler" for b in rt.binds), "no gcc: Triton cannot build launchers"
     mode, nodes = gpu_mode(engine.info())
@@ -74,7 +74,7 @@ def test_a_gpu_container_shows_only_the_runtime_and_runs_triton() -> None:
     session = f"test-{uuid.uuid4().hex[:8]}"
     spec = ContainerSpec(
         # Run from a file: Triton reads a jit function's source, which `-c` code has none of.
-        image=HOST_SKELETON, command=[rt.python, "-I", "-c", RUN_FROM_FILE, SCRIPT,
+        image=skeleton, command=[rt.python, "-I", "-c", RUN_FROM_FILE, SCRIPT,
                                       json.dumps(VIEW_ROOTS)],
         role=Role.PROBE, session=session,
         env={"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.selftest import Target, grade_case
-from grader.images import HOST_SKELETON, RuntimeConfig, ensure_runtime
+from grader.images import RuntimeConfig, ensure_runtime
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
@@ -69,10 +69,10 @@ def skeleton(engine: DockerEngine) -> str:
     return ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable)).tag
 
 
-def _run(engine: DockerEngine, session: str, python: str, binds: tuple[Bind, ...],
-         env: dict[str, str], args: list[str]) -> str:
+def _run(engine: DockerEngine, session: str, image: str, python: str,
+         binds: tuple[Bind, ...], env: dict[str, str], args: list[str]) -> str:
     spec = ContainerSpec(
-        image=HOST_SKELETON, command=[python, "-I", *args], role=Role.PROBE, session=session,
+        image=image, command=[python, "-I", *args], role=Role.PROBE, session=session,
         env={"HOME": "/tmp", "TMPDIR": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton",
              "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", **env},
         binds=binds, limits=Limits(memory_bytes=2 << 30, pids=128, cpus=1.0,
@@ -82,10 +82,10 @@ def _run(engine: DockerEngine, session: str, python: str, binds: tuple[Bind, ...
     return state.logs
 
 
-@pytest.mark.usefixtures("skeleton")
-def test_the_container_shows_only_the_runtime(engine: DockerEngine, session: str) -> None:
+def test_the_container_shows_only_the_runtime(engine: DockerEngine, session: str,
+                                              skeleton: str) -> None:
     rt = resolve(sys.executable, gpu=False)
-    logs = _run(engine, session, rt.python, rt.as_binds(), dict(rt.env),
+    logs = _run(engine, session, skeleton, rt.python, rt.as_binds(), dict(rt.env),
                 ["-c", LISTING, json.dumps(VIEW_ROOTS)])
     view = json.loads(logs.strip().splitlines()[-1])
     expected = expected_view(rt.binds)
@@ -103,13 +103,13 @@ def test_the_container_shows_only_the_runtime(engine: DockerEngine, session: str
                          "/usr/local", "/root", "/home") for f in folders), folders
 
 
-@pytest.mark.usefixtures("skeleton")
-def test_the_compiler_binds_build_a_triton_launcher(engine: DockerEngine, session: str
-                                                     ) -> None:
+def test_the_compiler_binds_build_a_triton_launcher(engine: DockerEngine, session: str,
+                                                     skeleton: str) -> None:
     rt = resolve(sys.executable, gpu=True)  # on a GPU host: the driver's libraries too
     if not any(b.why == "compiler" for b in rt.binds):
         pytest.skip("no gcc on this host")
-    logs = _run(engine, session, rt.python, rt.as_binds(), dict(rt.env), ["-c", BUILD])
+    logs = _run(engine, session, skeleton, rt.python, rt.as_binds(), dict(rt.env),
+                ["-c", BUILD])
     assert "built 8.0" in logs
 
 
