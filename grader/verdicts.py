@@ -16,6 +16,11 @@ class Verdict(StrEnum):
     POLICY_VIOLATION = "policy_violation"
     TAMPERING = "tampering"
     MISSING = "missing"
+    # Neither passed nor failed: Triton's CPU interpreter cannot run this honest code (issue
+    # 23); the shape needs a GPU to be judged (judge/interpreter.py).
+    UNVERIFIED = "unverified"
+    # The suite's reference.py failed: the organiser's fault, never the entry's (issue 23).
+    REFERENCE_ERROR = "reference_error"
     INFRA_ERROR = "infra_error"
 
     @property
@@ -24,8 +29,9 @@ class Verdict(StrEnum):
 
     @property
     def is_entry_failure(self) -> bool:
-        """True for verdicts that blame the entry; infra_error blames the grader."""
-        return self not in (Verdict.PASSED, Verdict.INFRA_ERROR)
+        """True for verdicts that blame the entry: not passed, not the grader's or the suite's
+        failures (infra_error, reference_error), not a shape this host cannot judge."""
+        return self not in (Verdict.PASSED, *NOT_JUDGED)
 
 
 MESSAGES: dict[Verdict, str] = {
@@ -39,12 +45,24 @@ MESSAGES: dict[Verdict, str] = {
     Verdict.POLICY_VIOLATION: "the entry did something the policy forbids",
     Verdict.TAMPERING: "the entry's evidence was forged or physically impossible",
     Verdict.MISSING: "the submission has no kernel for this problem",
+    Verdict.UNVERIFIED: "not verifiable on this host: Triton's CPU interpreter cannot run this "
+                        "code (its limit, not the entry's); grade on a GPU to judge it",
+    Verdict.REFERENCE_ERROR: "the suite's reference failed, not the entry; the organiser must "
+                             "fix reference.py (grader suite check finds it)",
     Verdict.INFRA_ERROR: "the grader failed, not the entry; re-run or report it",
 }
 
+# Verdicts that judge nothing about the entry: the shape could not be judged here. Gates
+# (--fail-on) name them explicitly; leaderboards count them apart.
+NOT_JUDGED: tuple[Verdict, ...] = (Verdict.UNVERIFIED, Verdict.REFERENCE_ERROR,
+                                   Verdict.INFRA_ERROR)
+
 # When several verdicts apply to one problem, the most severe one is reported.
+# An unverified shape outranks a passed one (the problem is not shown passed) and yields to
+# any failure the entry is to blame for.
 SEVERITY: tuple[Verdict, ...] = (
     Verdict.PASSED,
+    Verdict.UNVERIFIED,
     Verdict.FALLBACK,
     Verdict.INCORRECT,
     Verdict.RUNTIME_ERROR,
@@ -54,6 +72,7 @@ SEVERITY: tuple[Verdict, ...] = (
     Verdict.TIMEOUT,
     Verdict.POLICY_VIOLATION,
     Verdict.TAMPERING,
+    Verdict.REFERENCE_ERROR,
     Verdict.INFRA_ERROR,
 )
 

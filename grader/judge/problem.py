@@ -13,6 +13,7 @@ from typing import Protocol
 from grader.detect.dynamic import CallEvidence, verdict_for
 from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Problem, Shape
+from grader.judge.interpreter import interpreter_limit, unverified_detail
 from grader.judge.outputs import compare
 from grader.report.model import Comparison, KernelTime, ShapeResult, Timing, Trace
 from grader.run.evidence import OutDir, ResultFile, TraceRecord
@@ -56,16 +57,30 @@ def _shape_result(shape: Shape, verdict: Verdict, detail: str, **kw: object) -> 
                        verdict=verdict, detail=detail, **kw)  # type: ignore[arg-type]
 
 
-def reference_failure(ref: ContainerRun, cases: list[Case]) -> tuple[str, str | None] | None:
-    """Why a reference run cannot be used (detail, excerpt), or None."""
+def reference_failure(ref: ContainerRun, cases: list[Case]
+                      ) -> tuple[Verdict, str, str | None] | None:
+    """Why a reference run cannot be used (verdict, detail, excerpt), or None.
+
+    reference_error when the suite's own code raised (an exception in make_inputs or the
+    reference, or the harness dying on the reference's import): the organiser's fault (issue
+    23). infra_error when the run was stopped from outside its code: the wall-clock limit, the
+    memory limit, a full disk or another limit of the host."""
     result = ref.out.result
     failed = [c.id for c in cases
               if not (result and result.cases.get(c.id) and result.cases[c.id].ok)]
     if not (ref.exit.timed_out or result is None or failed):
         return None
     errs = [r.error for r in (result.cases.values() if result else []) if r.error]
+    text = errs[0] if errs else ref.exit.logs
     detail = "the reference run failed" + (f" on {failed}" if failed else "")
-    return detail, tail(errs[0] if errs else ref.exit.logs)
+    stopped = ref.exit.timed_out or ref.exit.oom_killed or hit_limit(text)
+    if stopped or "Traceback (most recent call last)" not in (text or ""):
+        why = ("timed out" if ref.exit.timed_out else "killed by the memory limit"
+               if ref.exit.oom_killed else "a limit of the host" if hit_limit(text) else
+               f"exit {ref.exit.exit_code}")
+        return Verdict.INFRA_ERROR, f"{detail} ({why})", tail(text)
+    return (Verdict.REFERENCE_ERROR, f"{detail}: the suite's reference.py raised; the suite is "
+            "at fault, not the entry", tail(text))
 
 
 def whole_problem(shapes: list[Shape], verdict: Verdict, detail: str,
@@ -247,8 +262,11 @@ def judge_timing(entry: ContainerRun, shape: Shape, n_sets: int = 0
 
 def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                   reference: ContainerRun, entry: ContainerRun, static: list[Finding],
-                  own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int
-                  ) -> list[ShapeResult]:
+                  own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int,
+                  interpreter: bool = False, source: str = "") -> list[ShapeResult]:
+    """Each shape's result. `interpreter`: the entry ran on Triton's CPU interpreter, whose
+    limits make a case `unverified` rather than a runtime error (judge/interpreter.py);
+    `source`: the entry's kernel file."""
     problem_findings = _anomaly_findings(entry.out)
     forged = [f for f in problem_findings if f.severity == Severity.TAMPERING]
     failure = _container_failure(entry)
@@ -289,6 +307,12 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                 records.append(rec.trace)
             if not rec.ok:
                 err = rec.error or ""
+                why = interpreter_limit(err, source) if interpreter else None
+                if why is not None:
+                    verdicts.append(Verdict.UNVERIFIED)
+                    details.append(unverified_detail(case.id, why))
+                    excerpt = excerpt or tail(err)
+                    continue
                 limited = hit_limit(err)
                 verdicts.append(Verdict.RESOURCE_LIMIT if limited else Verdict.RUNTIME_ERROR)
                 details.append(f"case {case.id}: " + ("a resource limit was hit" if limited

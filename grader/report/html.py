@@ -37,6 +37,8 @@ VERDICT_GROUP: dict[Verdict, str] = {
     Verdict.TAMPERING: "evil",
     Verdict.POLICY_VIOLATION: "evil",
     Verdict.MISSING: "none",
+    Verdict.UNVERIFIED: "none",
+    Verdict.REFERENCE_ERROR: "infra",
     Verdict.INFRA_ERROR: "infra",
 }
 

@@ -4,8 +4,9 @@ Pure: a `Report` in, text out. Built with ElementTree so entry text can never op
 an element; characters that XML 1.0 forbids (NUL and other controls) are stripped first,
 since ElementTree would otherwise write a file no parser accepts.
 
-Mapping: passed -> a plain test case; infra_error -> <error> (the grader failed, not the
-entry); every other verdict, `missing` included, -> <failure type="<verdict>">. A problem
+Mapping: passed -> a plain test case; infra_error, reference_error and unverified -> <error>
+(the grader or the suite failed, or this host cannot judge the shape: not the entry's
+failure); every other verdict, `missing` included, -> <failure type="<verdict>">. A problem
 without shapes (a missing kernel, say) still gets one test case named after the problem.
 """
 
@@ -16,7 +17,7 @@ import xml.etree.ElementTree as ET
 from grader.report.inert import inert_text
 from grader.report.model import ProblemResult, Report, ShapeResult
 from grader.report.render import clean_text
-from grader.verdicts import Verdict
+from grader.verdicts import NOT_JUDGED, Verdict
 
 TEXT_LIMIT = 4000  # per failure body / system-err, like the HTML report's <pre> blocks
 
@@ -31,7 +32,8 @@ def _outcome(
     """Attach the verdict to a test case; returns "failure", "error" or None (passed)."""
     if verdict is Verdict.PASSED:
         return None
-    tag = "error" if verdict is Verdict.INFRA_ERROR else "failure"
+    # The grader's or the suite's failure, or a shape this host cannot judge: not the entry's.
+    tag = "error" if verdict in NOT_JUDGED else "failure"
     node = ET.SubElement(case, tag, type=verdict.value, message=verdict.message)
     # inert_text: a test's text reaches logs and check-run annotations (issue 24).
     body = [inert_text(detail, TEXT_LIMIT)] if detail else []

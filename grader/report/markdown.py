@@ -30,6 +30,8 @@ EMOJI: dict[Verdict, str] = {
     Verdict.POLICY_VIOLATION: "⛔",
     Verdict.TAMPERING: "🚨",
     Verdict.MISSING: "⬜",
+    Verdict.UNVERIFIED: "❔",
+    Verdict.REFERENCE_ERROR: "📕",
     Verdict.INFRA_ERROR: "🔧",
 }
 

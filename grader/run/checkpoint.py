@@ -198,7 +198,9 @@ class Checkpoint:
                 done = Finished.from_json(path.read_text(encoding="utf-8"))
             except (OSError, ValueError, KeyError, TypeError, ValidationError):
                 continue  # truncated or foreign: that problem is graded again
-            if done.result.id == path.stem and done.result.verdict != Verdict.INFRA_ERROR:
+            # The grader's or the suite's failure: graded again once it is fixed.
+            if done.result.id == path.stem and done.result.verdict not in (
+                    Verdict.INFRA_ERROR, Verdict.REFERENCE_ERROR):
                 out[done.result.id] = done
         return out
 

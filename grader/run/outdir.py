@@ -60,7 +60,8 @@ def prepare(out_dir: Path, bundle_sha256: str, *, resume: bool, force: bool) -> 
 def finish(out_dir: Path, rep: Report, *, keep_checkpoint: bool) -> bool:
     """After the reports are written: remove the checkpoint unless it is still of use. True
     when it was removed."""
-    retry = any(p.verdict is Verdict.INFRA_ERROR for p in rep.problems)
+    retry = any(p.verdict in (Verdict.INFRA_ERROR, Verdict.REFERENCE_ERROR)
+                for p in rep.problems)
     cp = out_dir / CHECKPOINT_DIR
     if keep_checkpoint or retry or not cp.is_dir():
         return False

@@ -151,19 +151,19 @@ def check_references(suite: Suite, problems: list[str]) -> None:
 
 
 def failed_references(rep: Report, suite: Suite | None) -> ReferenceFailed | None:
-    """The problems whose reference run failed (judge.reference_failure): graded infra_error,
-    but the suite is at fault, so the run exits ReferenceFailed naming each reference.py."""
+    """The problems whose reference raised (judge.reference_failure): graded reference_error,
+    the suite is at fault, so the run exits ReferenceFailed naming each reference.py."""
     bad = [p.id for p in rep.problems
-           if any(s.detail.startswith("the reference run failed") for s in p.shapes)]
+           if any(s.verdict is Verdict.REFERENCE_ERROR for s in p.shapes)]
     if not bad:
         return None
     where = [str(suite.problems[p].directory / "reference.py")
              if suite is not None and p in suite.problems else f"{p}/reference.py" for p in bad]
     return ReferenceFailed(
         f"the suite's reference failed for {', '.join(bad)}: {', '.join(where)} (its shapes are "
-        "reported infra_error: the entry is not at fault)",
+        "reported reference_error: the entry is not at fault)",
         hint="the reports hold the reference's error excerpt; fix the reference.py, check it "
-        "with `grader roofline derive PROBLEM_DIR --device cpu`, then grade again")
+        "with `grader suite check SUITE`, then grade again")
 
 
 def _unknown_problems(cfg: RunConfig, found: tuple[Suite, list[str]] | None) -> None:

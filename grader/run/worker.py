@@ -94,12 +94,12 @@ def nothing_graded(bundle: ProblemBundle, cfg: RunConfig, static: list[Finding],
 
 def _unusable(ref: ContainerRun, shapes: list[Shape], cases: list[Case]
               ) -> tuple[list[ShapeResult], str] | None:
-    """A batch's results when its reference run cannot be used (every shape infra_error), with
-    the logs to excerpt; None when it can."""
+    """A batch's results when its reference run cannot be used (every shape reference_error or
+    infra_error, judge.reference_failure), with the logs to excerpt; None when it can."""
     failure = reference_failure(ref, cases)
     if failure is None:
         return None
-    return whole_problem(shapes, Verdict.INFRA_ERROR, *failure), ref.exit.logs
+    return whole_problem(shapes, *failure), ref.exit.logs
 
 
 @dataclass(kw_only=True)
@@ -378,7 +378,8 @@ class Worker:
         results = judge_problem(problem=plan.bundle.problem, shapes=shapes, cases=cases,
                                 reference=ref, entry=entry, static=plan.static,
                                 own_kernels=g.detector.own_kernels(plan.source),
-                                tracer=g.detector, max_output_bytes=limits.output_bytes)
+                                tracer=g.detector, max_output_bytes=limits.output_bytes,
+                                interpreter=self.sb.device == "cpu", source=plan.source)
         add(plan.phases, {"judge": time.monotonic() - t0})  # the host's own comparing
         return results, entry.exit.logs
 

@@ -23,7 +23,7 @@ from grader.errors import UsageError
 from grader.formats.problem import Phase
 from grader.scoring._model import Frozen, check_comparable
 from grader.scoring.scores import ScoreCard
-from grader.verdicts import Verdict
+from grader.verdicts import NOT_JUDGED, Verdict
 
 if TYPE_CHECKING:
     from grader.report.model import Report
@@ -32,12 +32,16 @@ if TYPE_CHECKING:
 COMPARABLE = ("suite", "weights_version", "policy", "hardware")
 # Verdicts of an entry that looked right but was not its own kernel: never level with a pass.
 CHEATS = frozenset({Verdict.FALLBACK, Verdict.POLICY_VIOLATION, Verdict.TAMPERING})
-# The verdict columns of a board, each with the verdicts it counts.
+# The verdict columns of a board, each with the verdicts it counts. Shapes this host could
+# not judge (unverified on the CPU interpreter) and the grader's or the suite's failures are
+# counted apart: neither passed nor the entry's failure (issue 23).
 COUNT_COLUMNS: dict[str, frozenset[Verdict]] = {
     "passed": frozenset({Verdict.PASSED}),
     "fallback": frozenset({Verdict.FALLBACK}),
     "violation": frozenset({Verdict.POLICY_VIOLATION, Verdict.TAMPERING}),
-    "failed": frozenset(set(Verdict) - {Verdict.PASSED, *CHEATS}),
+    "failed": frozenset(set(Verdict) - {Verdict.PASSED, *CHEATS, *NOT_JUDGED}),
+    "unverified": frozenset({Verdict.UNVERIFIED}),
+    "not_graded": frozenset({Verdict.REFERENCE_ERROR, Verdict.INFRA_ERROR}),
 }
 
 
@@ -132,6 +136,9 @@ def leaderboard(entries: Sequence[Scored], *, allow_mixed: bool = False) -> Lead
         "not a performance run (CPU interpreter): nothing was timed, so every S is 0 and "
         "carries no speed; entries are ranked by their verdicts only (passed shapes, then "
         "fewest fallback/violation shapes). Grade on a GPU (--device cuda) to rank by speed."]
+    if any(e.count("unverified") for e in entries):
+        notes.append("some shapes are unverified (Triton's CPU interpreter cannot run them): "
+                     "counted apart, neither passed nor failed; grade on a GPU to judge them")
     return Leaderboard(problems=columns, rows=rows, mixed=any(len(v) > 1 for v in context.values()),
                        context=context, timed=timed, notes=notes)
 

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from grader.scoring._model import Frozen
 from grader.scoring.roofline import REGIMES, Regime
-from grader.verdicts import Verdict
+from grader.verdicts import NOT_JUDGED, Verdict
 
 if TYPE_CHECKING:
     from grader.scoring.scores import ProblemScore, ShapeScore
@@ -30,15 +30,17 @@ class FastP(Frozen):
 
 
 class GateFunnel(Frozen):
-    """compile → correct → native → timed, over every shape given except infra errors (the
-    grader's failures are not the entry's)."""
+    """compile → correct → native → timed, over every shape given except those not judged:
+    infra and reference errors (the grader's and the suite's failures are not the entry's)
+    and unverified shapes (this host could not judge them)."""
 
     shapes: int
     compiled: int
     correct: int  # passed or fallback
     native: int  # passed
     timed: int  # passed with a valid time
-    infra_errors: int  # left out of the funnel
+    infra_errors: int  # infra and reference errors, left out of the funnel
+    unverified: int = 0  # left out too: Triton's CPU interpreter could not run them
 
     def rate(self, gate: Literal["compiled", "correct", "native", "timed"]) -> float:
         return getattr(self, gate) / self.shapes if self.shapes else 0.0
@@ -80,14 +82,16 @@ def fast_p(shapes: Sequence[ShapeScore], ps: Iterable[float]) -> list[FastP]:
 
 
 def funnel(shapes: Sequence[ShapeScore]) -> GateFunnel:
-    graded = [s for s in shapes if s.verdict != Verdict.INFRA_ERROR]
+    graded = [s for s in shapes if s.verdict not in NOT_JUDGED]
     compiled = [s for s in graded if s.verdict not in NOT_COMPILED]
     correct = [s for s in compiled if s.verdict not in NOT_CORRECT]
     native = [s for s in correct if s.verdict == Verdict.PASSED]
     return GateFunnel(
         shapes=len(graded), compiled=len(compiled), correct=len(correct), native=len(native),
         timed=sum(1 for s in native if _valid(s.measured_s)),
-        infra_errors=len(shapes) - len(graded),
+        infra_errors=sum(1 for s in shapes if s.verdict in (Verdict.INFRA_ERROR,
+                                                            Verdict.REFERENCE_ERROR)),
+        unverified=sum(1 for s in shapes if s.verdict == Verdict.UNVERIFIED),
     )
 
 

@@ -42,6 +42,8 @@ Flag = Literal[
     "missing_timing",  # a counted shape without a time: scores 0
     "no_roofline",  # a counted shape without a roofline: scores 0
     "infra_error",  # the grader failed on this shape; scores 0 until re-run
+    "reference_error",  # the suite's reference failed on this shape; scores 0 until fixed
+    "unverified",  # this host could not judge the shape (CPU interpreter); scores 0
 ]
 WeightsMode = Literal["per_problem", "per_shape", "mixed", "uniform"]
 
@@ -130,8 +132,8 @@ def score_shape(item: ScoreInput, options: ScoreOptions) -> ShapeScore:
         options.fallback_scores and item.verdict == Verdict.FALLBACK)
     flags: list[Flag] = []
     s = 0.0
-    if item.verdict == Verdict.INFRA_ERROR:
-        flags.append("infra_error")
+    if item.verdict in (Verdict.INFRA_ERROR, Verdict.REFERENCE_ERROR, Verdict.UNVERIFIED):
+        flags.append(item.verdict.value)  # type: ignore[arg-type]
     if counted:
         if item.measured_s is None:
             flags.append("missing_timing")
@@ -230,6 +232,12 @@ def score(inputs: Sequence[ScoreInput], weights: Weights, *,
                      + ("smoke run" if options.include_smoke else "no weights given") + ")")
     if any("infra_error" in s.flags for s in shapes):
         notes.append("some shapes hit an infrastructure error and score 0: re-run them")
+    if any("reference_error" in s.flags for s in shapes):
+        notes.append("the suite's reference failed on some shapes, which score 0: the "
+                     "organiser must fix it (grader suite check)")
+    if any("unverified" in s.flags for s in shapes):
+        notes.append("some shapes are unverified on this host (Triton's CPU interpreter "
+                     "cannot run them) and score 0: grade them on a GPU")
     suspects = [f"{s.problem}/{s.shape}" for s in shapes
                 if {"over_roofline", "invalid_timing"} & set(s.flags)]
     speedup, speedup_n = speedup_geomean(shapes)

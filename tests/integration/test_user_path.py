@@ -59,7 +59,10 @@ def test_a_broken_reference_blames_the_suite(engine, runtime, tmp_path: Path) ->
                   "--suites", str(tmp_path / "suites"), "-o", str(out))
     assert res.returncode == 21, res.stderr
     assert str(ref) in res.stderr and "hint:" in res.stderr
-    assert (out / "report.json").is_file()  # the reports are still written
+    rep = json.loads((out / "report.json").read_text())  # the reports are still written
+    shapes = rep["problems"][0]["shapes"]
+    assert {s["verdict"] for s in shapes} == {"reference_error"}, shapes
+    assert "the organiser broke this" in shapes[0]["error_excerpt"]
 
 
 def test_from_init_to_a_graded_kernel(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -55,7 +55,8 @@ def test_a_fallback_entry_never_ranks_with_or_above_a_passing_one() -> None:
     assert ranks["aaa-fallback"] > 1 and ranks["mmm-violation"] > 1
     # an honest failure is not ranked below an entry that cheated its way to right outputs
     assert ranks["bbb-incorrect"] < ranks["aaa-fallback"]
-    assert board.rows[0].counts == {"passed": 3, "fallback": 0, "violation": 0, "failed": 0}
+    assert board.rows[0].counts == {"passed": 3, "fallback": 0, "violation": 0, "failed": 0,
+                                    "unverified": 0, "not_graded": 0}
     assert not board.timed and "nothing was timed" in board.notes[0]
 
 
@@ -74,8 +75,8 @@ def test_the_command_prints_verdict_columns_and_the_warning(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].startswith("UNRANKED BY SPEED")
-    assert lines[1].split()[:7] == ["#", "submission", "passed", "fallback", "violation",
-                                    "failed", "S_agg"]
+    assert lines[1].split()[:9] == ["#", "submission", "passed", "fallback", "violation",
+                                    "failed", "unverified", "not_graded", "S_agg"]
     assert lines[2].split()[:3] == ["1", "passing-entry", "3"]
     assert lines[3].split()[:4] == ["2", "fallback-entry", "0", "3"]
     assert "warning:" in res.stderr and "CPU interpreter" in res.stderr

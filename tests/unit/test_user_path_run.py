@@ -135,8 +135,9 @@ def test_a_reference_that_does_not_parse_is_the_suites_fault(tmp_path: Path) -> 
 
 def test_a_failed_reference_run_names_the_file() -> None:
     shape = ShapeResult(id="s", phase="decode", smoke=True, params={},
-                        verdict=Verdict.INFRA_ERROR, detail="the reference run failed on ['c']")
-    bad = ProblemResult(id="rmsnorm", operator="rms", verdict=Verdict.INFRA_ERROR,
+                        verdict=Verdict.REFERENCE_ERROR,
+                        detail="the reference run failed on ['c']")
+    bad = ProblemResult(id="rmsnorm", operator="rms", verdict=Verdict.REFERENCE_ERROR,
                         shapes=[shape])
     suite = find_suite("demo", [PROBLEM_BUNDLES])
     err = failed_references(_report([bad]), suite)
