@@ -17,7 +17,7 @@ from grader.report.model import ProblemResult, Report, ShapeResult
 from grader.verdicts import Verdict
 
 # Verdicts whose excerpts a public report shows: the entry's own error, needed to fix it.
-SHOWN = frozenset({Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR})
+SHOWN = frozenset({Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR, Verdict.UNVERIFIED})
 # Verdicts (as given, or as the findings would force them) whose entry text is never shown.
 NEVER = frozenset({Verdict.POLICY_VIOLATION, Verdict.TAMPERING})
 NOTE = ("Entry output (stderr and error excerpts) is left out of this public report, except "

@@ -64,8 +64,9 @@ def _renderers(public: bool = False) -> dict[str, Callable[[Report], str]]:
 
 
 def render_sarif(report: Report) -> str:
-    """The run's findings as SARIF 2.1.0: static ones with their lines, and each distinct
-    dynamic one (per shape) against the kernel file."""
+    """The run's findings as SARIF 2.1.0: static ones with their lines, each distinct
+    dynamic one (per shape) against the kernel file, and a result per problem not passed
+    (its verdict, error and output excerpt)."""
     import json
 
     from grader.report.sarif import to_sarif
@@ -78,16 +79,16 @@ def render_sarif(report: Report) -> str:
         for s in p.shapes:
             found += [f for f in s.findings if f not in found]
         by_file[p.kernel_file] = found
-    return json.dumps(to_sarif(by_file, tool_version=report.environment.grader_version),
-                      indent=2)
+    return json.dumps(to_sarif(by_file, tool_version=report.environment.grader_version,
+                               verdicts=report.problems), indent=2)
 
 
 def write_reports(report: Report, out_dir: Path, formats: list[str], *, public: bool = False
                   ) -> dict[str, Path]:
     """Render `report` in each of `formats` into `out_dir`; returns format -> file written.
 
-    `public`: the renderings meant for publication (html, md, junit; sarif carries no entry
-    output) leave the entry's output out (report/public.py); report.json stays the record."""
+    `public`: the renderings meant for publication (html, md, junit, sarif) leave the entry's
+    output out (report/public.py); report.json stays the record."""
     unknown = [fmt for fmt in formats if fmt not in FORMATS]
     if unknown:
         raise UsageError(

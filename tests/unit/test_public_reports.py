@@ -97,9 +97,11 @@ def test_a_public_rendering_carries_no_output_of_a_caught_or_silent_entry(render
     assert text.count("[hidden]") <= sum(text.count(m) for m in SHOWN)
 
 
-@pytest.mark.parametrize("render", [render_html, render_junit], ids=["html", "junit"])
+@pytest.mark.parametrize("render", [render_html, render_junit, render_markdown, render_sarif],
+                         ids=["html", "junit", "md", "sarif"])
 def test_compile_and_runtime_errors_of_honest_entries_are_still_shown(render: object) -> None:
-    kwargs = {} if render is render_junit else {"public": True}
+    """Every format carries the entry's error and the end of its output (issue 23)."""
+    kwargs = {} if render in (render_junit, render_sarif) else {"public": True}
     text = render(public_view(make_report()), **kwargs)  # type: ignore[operator]
     for marker in SHOWN:
         assert f"{marker}-shape0" in text and f"{marker}-stderr" in text, marker

@@ -66,3 +66,29 @@ def test_results() -> None:
 def test_empty() -> None:
     log = to_sarif({}, tool_version="0")
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"]
+
+
+def test_a_graded_problem_not_passed_is_a_result_with_its_error() -> None:
+    from grader.report.model import ProblemResult, ShapeResult
+    from grader.verdicts import Verdict
+
+    error = ('Traceback (most recent call last):\n  File "kernels/add.py", line 4, in <module>\n'
+             '  File "kernels/add.py", line 9, in kernel\nZeroDivisionError: division by zero')
+    shape = ShapeResult(id="s", phase="decode", smoke=True, params={},
+                        verdict=Verdict.RUNTIME_ERROR, detail="case s.0: kernel() raised",
+                        error_excerpt=error)
+    problems = [ProblemResult(id="add", operator="add", verdict=Verdict.RUNTIME_ERROR,
+                              kernel_file="kernels/add.py", shapes=[shape],
+                              stderr_excerpt="printed by the entry"),
+                ProblemResult(id="ok", operator="x", verdict=Verdict.PASSED)]
+    run = to_sarif({}, tool_version="0", verdicts=problems)["runs"][0]
+    [result] = run["results"]  # nothing for the problem that passed
+    assert result["ruleId"] == "verdict/runtime_error" and result["level"] == "error"
+    rule = run["tool"]["driver"]["rules"][result["ruleIndex"]]
+    assert rule["id"] == "verdict/runtime_error"
+    text = result["message"]["text"]
+    assert "kernel() raised" in text and "ZeroDivisionError" in text
+    assert "printed by the entry" in text
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "kernels/add.py"
+    assert loc["region"]["startLine"] == 9  # the deepest frame of the kernel file
