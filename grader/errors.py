@@ -103,7 +103,10 @@ class ImageBuildError(InfraError):
 
 
 class RoundMismatch(GraderError):
-    """`grader round verify`: a round folder's files do not match its manifest or board."""
+    """Results that do not match what they claim: `grader round verify` (a round folder's
+    files against its manifest, commitment or board), a round started under other settings,
+    secret or images than its commitment, or `grader verify` (a report whose results do not
+    reproduce under its revealed secret)."""
 
     exit_code = 6
 

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 from grader.report.model import Report
-from grader.round.model import Board, BoardRow, Manifest, Outcome, ReferenceBatch
+from grader.round.commit import report_differences
+from grader.round.model import Board, BoardRow, Commitment, Manifest, Outcome, ReferenceBatch
 from grader.scoring.leaderboard import Scored, leaderboard
 from grader.verdicts import SEVERITY
 
@@ -32,9 +33,10 @@ def _references(outcomes: Mapping[str, Outcome]) -> list[ReferenceBatch]:
 
 
 def build_board(manifest: Manifest, outcomes: Mapping[str, Outcome],
-                reports: Mapping[str, Report]) -> Board:
+                reports: Mapping[str, Report], commitment: Commitment | None = None) -> Board:
     """The leaderboard: graded entries ranked (reports from one suite, policy, hardware and
-    weights version; scoring.leaderboard refuses others), then the rest."""
+    weights version; scoring.leaderboard refuses others), then the rest. With the round's
+    `commitment`, an entry graded with images other than the committed ones is noted."""
     declared = {e.name: e.declared_name for e in manifest.entries}
     graded = [e.name for e in manifest.entries if e.name in reports
               and outcomes.get(e.name) is not None and outcomes[e.name].status == "graded"]
@@ -71,6 +73,13 @@ def build_board(manifest: Manifest, outcomes: Mapping[str, Outcome],
     notes = list(ranked_notes) + [
         f"entry {e.name!r}: renamed from {e.renamed_from!r} (names must be unique and safe "
         "as folder names)" for e in manifest.entries if e.renamed_from]
+    if commitment is not None:
+        for name in graded:
+            diffs = report_differences(commitment, reports[name],
+                                       ids=outcomes[name].node is None)
+            if diffs:
+                notes.append(f"entry {name!r}: graded with images other than the committed "
+                             "ones: " + "; ".join(diffs))
     return Board(round_id=manifest.round_id, suite=manifest.suite, settings=manifest.settings,
                  hardware=hardware, problems=columns, rows=rows,
                  ties=[names for _, names in sorted(by_rank.items()) if len(names) > 1],

@@ -3,11 +3,16 @@ check a finished round (`grader round verify ROUND_DIR`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from grader.run.progress import LOG_FORMATS
+
+if TYPE_CHECKING:
+    from grader.round.run import RoundRequest
 
 
 class _DefaultGrade(click.Group):
@@ -25,57 +30,58 @@ def round_() -> None:
     """Competition rounds: many bundles, one suite, one secret, references computed once.
 
     `grader round BUNDLE_OR_DIR... --suite S -o ROUND_DIR` grades (the `grade` subcommand);
+    `grader round commit --suite S -o ROUND_DIR` publishes a round's commitment before it;
     `grader round verify ROUND_DIR` checks a round folder (docs/rounds.md)."""
 
 
-@round_.command("grade")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--suite", required=True, help="The suite every entry is graded against.")
-@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), required=True,
-              help="The round folder (docs/rounds.md lists what it holds).")
-@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
-@click.option("--resume", is_flag=True, help="Finish the round in -o (its own entries; the "
-              "graded ones are kept, infra errors graded again).")
-@click.option("--policy", default="triton", show_default=True)
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
-@click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
-              show_default=True)
-@click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
-@click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
-@click.option("--hardware", default="auto", show_default=True)
-@click.option("--shapes", type=click.Choice(["auto", "all", "smoke", "scored"]),
-              default="auto", show_default=True)
-@click.option("--problem", "problems", multiple=True, help="Grade only these problems.")
-@click.option("--seeds", type=click.IntRange(1, 32), default=None)
-@click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
-              help="Wall-clock limit of each entry container, seconds.")
-@click.option("--seed-secret", default=None, help="Hex secret (default: a fresh one).")
-@click.option("--gpus", default="0", show_default=True, metavar="N,N,...",
-              help="GPUs of this host: the first entry on all, the rest one per GPU.")
-@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="--device cpu: problems of an entry graded at once.")
-@click.option("--format", "formats", default="json,html", show_default=True,
-              help="Each entry's report formats (json always).")
-@click.option("--no-shared-references", is_flag=True,
-              help="Run every entry's references itself (as `grader run` does).")
-@click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
-              help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
-              "on a node with the `grader_docker` resource.")
-@click.option("-q", "--quiet", is_flag=True)
-@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
-              show_default=True)
-def grade(paths: tuple[Path, ...], suite: str, out_dir: Path, suite_roots: tuple[Path, ...],
-          resume: bool, policy: str, device: str, runtime: str, python: str | None,
-          cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
-          seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
-          jobs: int, formats: str, no_shared_references: bool, ray: str | None, quiet: bool,
-          log_format: str) -> None:
-    """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
-    folder, then write its leaderboard (json, md, html)."""
+_SHARED = [  # the options of `grade` that `commit` commits to (and a round must match)
+    click.option("--suite", required=True, help="The suite every entry is graded against."),
+    click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), required=True,
+                 help="The round folder (docs/rounds.md lists what it holds)."),
+    click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+                 help="Folder(s) holding suites (default: the checkout's problem_bundles/)."),
+    click.option("--policy", default="triton", show_default=True),
+    click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu",
+                 show_default=True),
+    click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
+                 show_default=True),
+    click.option("--python", default=None, help="Interpreter in the container (cuda, host)."),
+    click.option("--cuda-base", default=None, help="Base image of the CUDA runtime."),
+    click.option("--hardware", default="auto", show_default=True),
+    click.option("--shapes", type=click.Choice(["auto", "all", "smoke", "scored"]),
+                 default="auto", show_default=True),
+    click.option("--problem", "problems", multiple=True, help="Grade only these problems."),
+    click.option("--seeds", type=click.IntRange(1, 32), default=None),
+    click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
+                 help="Wall-clock limit of each entry container, seconds."),
+    click.option("--seed-secret", default=None, help="Hex secret (default: a fresh one; "
+                 "a committed round's is its seed.secret)."),
+    click.option("--gpus", default="0", show_default=True, metavar="N,N,...",
+                 help="GPUs of this host: the first entry on all, the rest one per GPU."),
+    click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+                 help="--device cpu: problems of an entry graded at once."),
+    click.option("--no-shared-references", is_flag=True,
+                 help="Run every entry's references itself (as `grader run` does)."),
+    click.option("-q", "--quiet", is_flag=True),
+    click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
+                 show_default=True),
+]
+
+
+def _shared(f: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(_SHARED):
+        f = option(f)
+    return f
+
+
+def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | None = None,
+             formats: str = "json", suite: str, out_dir: Path, suite_roots: tuple[Path, ...],
+             policy: str, device: str, runtime: str, python: str | None,
+             cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
+             seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
+             jobs: int, no_shared_references: bool, **_: object) -> RoundRequest:
     from grader.cli.main import _formats, _gpu_list
-    from grader.round.run import RoundRequest, run_round
-    from grader.run.progress import Progress
+    from grader.round.run import RoundRequest
     from grader.run.runner import RunRequest, to_config
 
     gpu_list = _gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
@@ -85,10 +91,29 @@ def grade(paths: tuple[Path, ...], suite: str, out_dir: Path, suite_roots: tuple
                      cuda_base=cuda_base, hardware=hardware, gpus=gpu_list, jobs=jobs,
                      quiet=True)
     to_config(run)  # the options' own checks (--seed-secret, --device cuda --runtime cpu)
-    req = RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
-                       shared_references=not no_shared_references, ray=ray,
-                       formats=_formats(formats))
-    board = run_round(req, Progress.for_cli(log_format, quiet=quiet))
+    return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
+                        shared_references=not no_shared_references, ray=ray,
+                        formats=_formats(formats))
+
+
+@round_.command("grade")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@_shared
+@click.option("--resume", is_flag=True, help="Finish the round in -o (its own entries; the "
+              "graded ones are kept, infra errors graded again).")
+@click.option("--format", "formats", default="json,html", show_default=True,
+              help="Each entry's report formats (json always).")
+@click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
+              help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
+              "on a node with the `grader_docker` resource.")
+def grade(quiet: bool, log_format: str, **options: Any) -> None:
+    """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
+    folder, then write its leaderboard (json, md, html). A folder where `grader round commit`
+    was run grades under its commitment, or not at all."""
+    from grader.round.run import run_round
+    from grader.run.progress import Progress
+
+    board = run_round(_request(**options), Progress.for_cli(log_format, quiet=quiet))
     for row in board.rows:
         s = "-" if row.s_agg is None else f"{row.s_agg:.3f}"
         rank = "-" if row.rank is None else str(row.rank)
@@ -96,12 +121,34 @@ def grade(paths: tuple[Path, ...], suite: str, out_dir: Path, suite_roots: tuple
                    f" correct  {row.status}")
 
 
+@round_.command("commit")
+@_shared
+def commit(quiet: bool, log_format: str, **options: Any) -> None:
+    """Before a round: draw its secret (-o/seed.secret, private until the round ends) and
+    write -o/commitment.json, to publish: the secret's sha256, the suite's content hash, the
+    settings and the images (built if missing). `grader round ... -o` the same folder with
+    the same options then grades under it, and refuses anything else."""
+    from grader.round.run import commit_round
+    from grader.run.progress import Progress
+
+    req = _request(**options)
+    c, sha = commit_round(req, Progress.for_cli(log_format, quiet=quiet))
+    click.echo(f"commitment: {req.out_dir / 'commitment.json'} (sha256 {sha}): publish it")
+    click.echo(f"secret: {req.out_dir / 'seed.secret'} (keep it private until the round ends)")
+    for role, image in c.images.items():
+        click.echo(f"image {role}: {image.tag} {image.id}")
+
+
 @round_.command("verify")
 @click.argument("round_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
               help="Folder(s) holding the suite, to check its content hash.")
 @click.option("--secret", default=None, help="The round's secret (hex), once revealed.")
-def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None) -> None:
+@click.option("--commitment", "commitment_file", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The commitment as published before the round (default: the folder's).")
+def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None,
+           commitment_file: Path | None) -> None:
     """Check ROUND_DIR: bundles, reports and the secret against the manifest, and the
     leaderboard against the one recomputed from the reports (exit 6 on a mismatch)."""
     from grader.errors import UsageError
@@ -114,7 +161,7 @@ def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None) -
         except ValueError:
             raise UsageError("--secret: not hexadecimal") from None
     got = verify_round(round_dir, suite_roots=list(suite_roots or (PROBLEM_BUNDLES,)),
-                       secret_hex=secret)
+                       secret_hex=secret, commitment_file=commitment_file)
     for line in got.ok:
         click.echo(f"ok        {line}")
     for line in got.unchecked:
@@ -124,5 +171,64 @@ def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None) -
     require(got)
 
 
+@click.command("verify")
+@click.argument("report", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--secret", required=True, help="The secret the report was graded under (hex), "
+              "once revealed: checked against the report's seed commitment first.")
+@click.option("--bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="The bundle the report graded (default: the round's copy, "
+              "when REPORT is a round's entries/NAME/report.json).")
+@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+@click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default=None,
+              help="Default: the round's; cpu for a CPU report, host for a GPU one.")
+@click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
+@click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
+@click.option("--gpus", default="0", show_default=True, metavar="N,N,...")
+@click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
+              help="Wall-clock limit of each entry container (default: the round's).")
+@click.option("--noise-scale", type=click.FloatRange(0, 100), default=1.0, show_default=True,
+              help="On the same kind of GPU: a median reproduces within this many times the "
+              "larger inter-quartile range of the two gradings.")
+@click.option("-o", "--out", "keep", type=click.Path(path_type=Path), default=None,
+              help="Keep the re-grade's report.json in this folder.")
+@click.option("-q", "--quiet", is_flag=True)
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
+              show_default=True)
+def verify_report_cmd(report: Path, secret: str, bundle: Path | None,
+                      suite_roots: tuple[Path, ...], runtime: str | None, python: str | None,
+                      cuda_base: str | None, gpus: str, timeout: float | None,
+                      noise_scale: float, keep: Path | None, quiet: bool,
+                      log_format: str) -> None:
+    """Grade REPORT's bundle again under its revealed secret and confirm that every verdict
+    reproduces and, on the same kind of GPU, every timing and score within the report's
+    noise (exit 6 on a mismatch; a secret that is not the report's is refused, exit 2)."""
+    from grader.cli.main import _gpu_list
+    from grader.errors import RoundMismatch
+    from grader.round.reproduce import VerifyRequest, verify_report
+    from grader.run.progress import Progress
+
+    req = VerifyRequest(report=report, secret_hex=secret, bundle=bundle,
+                        suite_roots=suite_roots, runtime=runtime, python=python,
+                        cuda_base=cuda_base, timeout=timeout, noise_scale=noise_scale,
+                        keep=keep,
+                        gpus=_gpu_list(click.get_current_context(), None, gpus) or (0,))  # type: ignore[arg-type]
+    old, new, got = verify_report(req, Progress.for_cli(log_format, quiet=quiet))
+    click.echo(f"{old.submission.name}: the secret matches the report's seed commitment; "
+               f"graded again on {new.environment.device}")
+    click.echo(f"compared: {got.timings}")
+    for line in got.lines:
+        click.echo(f"{line.status:<9} {line.where}: {line.text}")
+    for note in got.notes:
+        click.echo(note)
+    bad = got.mismatches
+    if bad:
+        raise RoundMismatch(f"{len(bad)} of {len(got.lines)} result(s) do not reproduce: "
+                            + ", ".join(ln.where for ln in bad[:5])
+                            + (" ..." if len(bad) > 5 else ""))
+    click.echo(f"reproduced: {len(got.lines)} problem and shape result(s)")
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(round_, name="round")
+    cli.add_command(verify_report_cmd, name="verify")

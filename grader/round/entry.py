@@ -38,11 +38,11 @@ def grade_entry(name: str, req: RunRequest, cache_root: Path | None, progress: P
     resume = (req.out_dir / CHECKPOINT_DIR / "run.json").is_file()
     try:
         try:
-            rep = _run(replace(req, resume=resume), cache, progress)
+            rep = run_grader(replace(req, resume=resume), cache, progress)
         except UsageError:
             if not resume:
                 raise
-            rep = _run(replace(req, resume=False), cache, progress)  # another run's: afresh
+            rep = run_grader(replace(req, resume=False), cache, progress)  # another run's: afresh
     except Exception as exc:  # the grader's failure (or bug), never the round's end
         error = (exc.message if isinstance(exc, GraderError)
                  else f"grader bug: {type(exc).__name__}: {exc}")
@@ -54,7 +54,9 @@ def grade_entry(name: str, req: RunRequest, cache_root: Path | None, progress: P
         node=node))
 
 
-def _run(req: RunRequest, cache: ReferenceCache | None, progress: Progress) -> Report:
+def run_grader(req: RunRequest, cache: ReferenceCache | None, progress: Progress) -> Report:
+    """`grader run`'s grading of `req.bundle` (its checkpoint in `req.out_dir`), with the
+    round's references when `cache` is given; the report, written nowhere."""
     cfg = to_config(req)
     policy = load_policy(cfg.policy)
     cfg = replace(cfg, policy=policy.name)

@@ -46,6 +46,25 @@ class ManifestEntry(Frozen):
     refused: str | None = None  # why it was not graded (the intake, another suite)
 
 
+class ImageRef(Frozen):
+    tag: str  # a content hash of its Dockerfile and build context (grader/images.py)
+    id: str  # the image itself, as the committing host's engine names it (sha256:...)
+
+
+class Commitment(Frozen):
+    """What an organiser publishes before a round (`grader round commit`): the secret's
+    hash, the suite's content hash, the settings and the images every entry will be graded
+    with. The round refuses to start under anything else (round/commit.py)."""
+
+    format: Literal[1] = FORMAT
+    created_at: datetime
+    grader_version: str
+    suite: SuiteRef
+    settings: Settings
+    seed_commitment: str  # sha256 of the round's secret
+    images: dict[str, ImageRef]  # "runtime" and each problem graded, as a report's images
+
+
 class Manifest(Frozen):
     """What anyone can check a round against: the bundles' hashes, the suite's version and
     content hash, the seed secret's commitment and the grader's version."""
@@ -58,6 +77,8 @@ class Manifest(Frozen):
     settings: Settings
     seed_commitment: str  # sha256 of the round's secret; the secret itself stays private
     entries: list[ManifestEntry]
+    # sha256 of the commitment.json published before the round (None: none was published)
+    commitment_sha256: str | None = None
 
 
 class RefUse(Frozen):

@@ -23,19 +23,35 @@ from pathlib import Path
 import click
 
 from grader import __version__
-from grader.errors import ExposedHostPath, InfraError, UsageError
+from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.model import Report
 from grader.report.render import write_reports
 from grader.round.board import build_board
+from grader.round.commit import (
+    differences,
+    file_sha256,
+    make_commitment,
+    report_differences,
+    round_images,
+)
 from grader.round.entries import find_entries, stage
 from grader.round.entry import Graded, grade_entry
-from grader.round.model import Board, Manifest, ManifestEntry, Outcome, Settings, SuiteRef
+from grader.round.model import (
+    Board,
+    Commitment,
+    Manifest,
+    ManifestEntry,
+    Outcome,
+    Settings,
+    SuiteRef,
+)
 from grader.round.render import RENDERERS
 from grader.round.store import RoundDir
 from grader.run.checkpoint import commitment, host_fs
 from grader.run.grading import Progress
 from grader.run.runner import RunRequest, to_config
+from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
 from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
@@ -79,12 +95,37 @@ def _suite(req: RoundRequest) -> Suite:
     return suite
 
 
+def suite_ref(suite: Suite) -> SuiteRef:
+    return SuiteRef(id=suite.id, version=suite.info.version,
+                    weights_version=suite.weights.version, digest=suite_digest(suite))
+
+
+def check_commitment(req: RoundRequest, rd: RoundDir, suite: Suite, ref: SuiteRef,
+                     secret: bytes, progress: Progress) -> str | None:
+    """With a commitment in the round folder (`grader round commit`): refuse to grade under
+    another secret, suite, settings, grader or images (built here when missing); the
+    commitment file's sha256 for the manifest. None when the round has no commitment."""
+    committed = rd.load_commitment()
+    if committed is None:
+        return None
+    images = round_images(DockerEngine(), req.run, suite, progress)
+    diffs = differences(committed, suite=ref, settings=settings_of(req), secret=secret,
+                        images=images)
+    if diffs:
+        raise RoundMismatch(f"the round differs from its commitment ({rd.commitment_file}): "
+                            + "; ".join(diffs),
+                            hint="grade under what was committed (the same suite, options "
+                            "and images), or commit anew into a fresh round folder")
+    progress(f"round: graded as committed ({rd.commitment_file})")
+    return file_sha256(rd)
+
+
 def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
                ) -> tuple[Manifest, bytes]:
     """A new round's manifest and secret (entries found, staged, refused ones said why), or
-    with --resume the round's own, checked against this command's settings."""
-    ref = SuiteRef(id=suite.id, version=suite.info.version,
-                   weights_version=suite.weights.version, digest=suite_digest(suite))
+    with --resume the round's own, checked against this command's settings; either checked
+    against the round's commitment when it has one."""
+    ref = suite_ref(suite)
     if req.resume:
         if req.paths:
             raise UsageError("--resume finishes the round's own entries; pass no BUNDLE",
@@ -100,6 +141,12 @@ def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
         if secret is None or commitment(secret) != manifest.seed_commitment:
             raise UsageError(f"--resume: {rd.secret_file} is missing or does not match the "
                              "manifest's commitment")
+        if file_sha256(rd) != manifest.commitment_sha256:
+            raise RoundMismatch(f"--resume: {rd.commitment_file} is not the commitment the "
+                                "round started under (" + (
+                                    "its sha256 differs" if manifest.commitment_sha256
+                                    else "the round started without one") + ")")
+        check_commitment(req, rd, suite, ref, secret, progress)
         return manifest, secret
     if not req.paths:
         raise UsageError("no entries", hint="pass bundles, submission folders, or a folder "
@@ -109,6 +156,16 @@ def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
                          hint="pass --resume to finish it, or choose another -o")
     secret = (bytes.fromhex(req.run.seed_secret) if req.run.seed_secret
               else secrets.token_bytes(32))
+    if rd.commitment_file.exists():  # the secret is the committed one
+        kept = rd.secret()
+        if kept is None:
+            raise UsageError(f"{rd.secret_file}: missing or unreadable; the round's "
+                             "commitment needs the secret committed beside it")
+        if req.run.seed_secret and secret != kept:
+            raise RoundMismatch("--seed-secret is not the committed secret (seed.secret)",
+                                hint="leave --seed-secret out: the round takes seed.secret")
+        secret = kept
+    committed = check_commitment(req, rd, suite, ref, secret, progress)
     found = find_entries(list(req.paths))
     with host_fs(f"cannot make {rd.bundles}"):
         rd.bundles.mkdir(parents=True, exist_ok=True)
@@ -127,7 +184,8 @@ def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
             sha256=st.sha256, refused=st.error))
     manifest = Manifest(round_id=uuid.uuid4().hex[:12], created_at=datetime.now(UTC),
                         grader_version=__version__, suite=ref, settings=settings_of(req),
-                        seed_commitment=commitment(secret), entries=entries)
+                        seed_commitment=commitment(secret), entries=entries,
+                        commitment_sha256=committed)
     rd.create(manifest, secret)
     return manifest, secret
 
@@ -164,6 +222,11 @@ def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
         with host_fs(f"cannot write the reports of {outcome.name}"):
             write_reports(got.report, rd.entry_dir(outcome.name), formats)
         outcome = outcome.model_copy(update={"report_sha256": rd.report_sha256(outcome.name)})
+        committed = rd.load_commitment()
+        if committed is not None:
+            for diff in report_differences(committed, got.report, ids=outcome.node is None):
+                click.echo(f"warning: {outcome.name}: not the committed image: {diff}",
+                           err=True)
     rd.save_outcome(outcome)
     return outcome
 
@@ -229,11 +292,21 @@ def finish(rd: RoundDir, manifest: Manifest) -> Board:
         rep = rd.report(name) if o.status == "graded" else None
         if rep is not None:
             reports[name] = rep
-    board = build_board(manifest, outcomes, reports)
+    board = build_board(manifest, outcomes, reports, rd.load_commitment())
     with host_fs("cannot write the leaderboard"):
         for fname, render in RENDERERS.values():
             (rd.root / fname).write_text(render(board), encoding="utf-8")
     return board
+
+
+def commit_round(req: RoundRequest, progress: Progress) -> tuple[Commitment, str]:
+    """`grader round commit`: the round's commitment and secret written into its folder,
+    before any entry; the commitment and its file's sha256."""
+    rd = RoundDir(req.out_dir)
+    suite = _suite(req)
+    check_round_dir(req, rd)
+    return make_commitment(rd, suite=suite, suite_ref=suite_ref(suite),
+                           settings=settings_of(req), run=req.run, progress=progress)
 
 
 def run_round(req: RoundRequest, progress: Progress) -> Board:

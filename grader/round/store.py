@@ -1,6 +1,7 @@
 """The round folder: where each record lives, each written whole or not at all.
 
     ROUND_DIR/
+      commitment.json            published before the round (round/commit.py), when it was
       manifest.json              what anyone can check the round against (round/model.Manifest)
       seed.secret                the round's secret (hex, 0600): never published before the end
       bundles/<entry>.tar        what was graded
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 
 from grader.errors import UsageError
 from grader.report.model import Report
-from grader.round.model import Manifest, Outcome
+from grader.round.model import Commitment, Manifest, Outcome
 from grader.run.checkpoint import atomic_write, host_fs
 
 SECRET = "seed.secret"
@@ -29,6 +30,7 @@ class RoundDir:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.manifest_file = root / "manifest.json"
+        self.commitment_file = root / "commitment.json"
         self.secret_file = root / SECRET
         self.bundles = root / "bundles"
         self.entries = root / "entries"
@@ -63,6 +65,19 @@ class RoundDir:
                              hint="pass the -o of a round") from None
         except (OSError, ValidationError) as exc:
             raise UsageError(f"{self.manifest_file}: unreadable: {exc}") from None
+
+    def load_commitment(self, path: Path | None = None) -> Commitment | None:
+        """The round's published commitment (its own file, or `path`); None when the round
+        folder has none."""
+        path = path or self.commitment_file
+        try:
+            return Commitment.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            if path != self.commitment_file:
+                raise UsageError(f"{path}: no such file") from None
+            return None
+        except (OSError, ValidationError) as exc:
+            raise UsageError(f"{path}: unreadable: {exc}") from None
 
     def secret(self) -> bytes | None:
         try:

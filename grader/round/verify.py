@@ -4,21 +4,26 @@ Recomputed from the files, each compared with what the round recorded: every bun
 sha256 (the manifest's), every graded entry's report (its sha256 in the entry's outcome; its
 bundle hash, seed commitment, suite and grader version those of the manifest), the suite's
 content hash when the suite is at hand, the secret's commitment when the secret is (the
-round's seed.secret, or --secret once it is revealed), and the leaderboard, computed again
-from the reports and compared with leaderboard.json.
+round's seed.secret, or --secret once it is revealed), the commitment published before the
+round (its file's sha256 the manifest's, what it committed the manifest's, and every report
+graded with the committed images), and the leaderboard, computed again from the reports and
+compared with leaderboard.json.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from grader.errors import GraderError, RoundMismatch
+from grader.report.model import Report
 from grader.round.board import build_board
+from grader.round.commit import report_differences
 from grader.round.entries import sha256_file
-from grader.round.model import Board
+from grader.round.model import Board, Commitment, Manifest, Outcome
 from grader.round.run import suite_digest
 from grader.round.store import RoundDir
 from grader.run.checkpoint import commitment
@@ -32,8 +37,54 @@ class Checked:
     unchecked: list[str] = field(default_factory=list)
 
 
-def verify_round(root: Path, *, suite_roots: list[Path], secret_hex: str | None = None
-                 ) -> Checked:
+def _commitment(rd: RoundDir, manifest: Manifest, published: Path | None, got: Checked
+                ) -> Commitment | None:
+    """The round's commitment checked against its manifest: the file (the round folder's,
+    or `published`, the copy a checker kept) must be the one the round started under, and
+    commit what the manifest says."""
+    path = published or rd.commitment_file
+    if manifest.commitment_sha256 is None:
+        (got.wrong if published else got.unchecked).append(
+            "commitment: the round started without one")
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        got.wrong.append(f"commitment: {path} cannot be read: {exc.strerror or exc}")
+        return None
+    if hashlib.sha256(raw).hexdigest() != manifest.commitment_sha256:
+        got.wrong.append(f"commitment: {path} is not the one the round started under (its "
+                         "sha256 differs from the manifest's)")
+        return None
+    try:
+        c = Commitment.model_validate_json(raw)
+    except ValidationError as exc:
+        got.wrong.append(f"commitment: {path} is not a commitment: {exc.error_count()} "
+                         "error(s)")
+        return None
+    checks = [("seed commitment", c.seed_commitment, manifest.seed_commitment),
+              ("suite", c.suite, manifest.suite), ("settings", c.settings, manifest.settings),
+              ("grader version", c.grader_version, manifest.grader_version)]
+    bad = [what for what, a, b in checks if a != b]
+    (got.wrong if bad else got.ok).append(
+        "commitment " + (f"differs from the manifest: {', '.join(bad)}" if bad else
+                         "matches the manifest (secret, suite, settings, grader)"))
+    return c
+
+
+def _images(c: Commitment, outcomes: dict[str, Outcome], reports: dict[str, Report],
+            got: Checked) -> None:
+    for name, rep in reports.items():
+        node = outcomes[name].node
+        diffs = report_differences(c, rep, ids=node is None)
+        (got.wrong if diffs else got.ok).append(
+            f"{name}: images " + ("; ".join(diffs) if diffs else "are the committed ones"
+                                  + (f" (tags only: graded on Ray node {node})" if node
+                                     else "")))
+
+
+def verify_round(root: Path, *, suite_roots: list[Path], secret_hex: str | None = None,
+                 commitment_file: Path | None = None) -> Checked:
     rd = RoundDir(root)
     manifest = rd.load_manifest()
     got = Checked()
@@ -88,7 +139,10 @@ def verify_round(root: Path, *, suite_roots: list[Path], secret_hex: str | None 
         (got.ok if ok else got.wrong).append(
             "seed secret " + ("matches the commitment" if ok else "does not match the "
                               "manifest's commitment"))
-    board = build_board(manifest, outcomes, reports)
+    committed = _commitment(rd, manifest, commitment_file, got)
+    if committed is not None:
+        _images(committed, outcomes, reports, got)
+    board = build_board(manifest, outcomes, reports, committed)
     try:
         saved = Board.model_validate_json((rd.root / "leaderboard.json").read_bytes())
     except (OSError, ValidationError) as exc:
