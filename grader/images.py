@@ -24,6 +24,7 @@ from typing import Literal
 import jinja2
 
 from grader.errors import ImageBuildError, UsageError
+from grader.harness import protocol
 from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
 from grader.sandbox.docker_engine import DockerEngine
 from grader.suite.load import ProblemBundle
@@ -136,7 +137,8 @@ def harness_files() -> dict[str, Path]:
 
 
 def problem_plan(runtime_tag: str, suite: str, bundle: ProblemBundle) -> BuildPlan:
-    text = render("problem", runtime=runtime_tag, suite=suite, problem=bundle.id)
+    text = render("problem", runtime=runtime_tag, suite=suite, problem=bundle.id,
+                  harness_dir=protocol.HARNESS, problem_dir=protocol.PROBLEM)
     context = harness_files()
     context.update({f"problem/{name}": bundle.directory / name for name in bundle.files()})
     parts = [text.encode()] + [k.encode() + _file_digest(p) for k, p in sorted(context.items())]

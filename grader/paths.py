@@ -1,4 +1,5 @@
-"""Where things live: the checkout's folders on the host, fixed paths inside containers."""
+"""Where things live: the checkout's folders on the host. Fixed paths inside containers are
+the harness's protocol (grader/harness/protocol.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,3 @@ def cache_dir() -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
 
-
-# Inside containers. Not under /opt or /usr: the host-runtime mode binds those from the host.
-C_LIB = "/grader/lib"
-C_PROBLEM = "/grader/problem"
-C_ENTRY = "/grader/entry"
-C_IN = "/grader/in"
-C_OUT = "/grader/out"

@@ -21,11 +21,9 @@ from typing import Any
 
 from .main import (
     ENTRY,
-    GO,
     IN,
     JOB_WAIT_S,
     OUT,
-    TRACED,
     Phases,
     _as_tuple,
     _callables,
@@ -38,6 +36,16 @@ from .main import (
     _wait_for,
     _wait_for_job,
     _write_json,
+)
+from .protocol import (
+    DEVICE_ENV,
+    GO_FILE,
+    INPUTS,
+    OUTPUTS,
+    READY_FILE,
+    RESULT_FILE,
+    TRACED_FILE,
+    case_file,
 )
 
 
@@ -85,7 +93,7 @@ def run_entry(classes: list[str] | None = None) -> int:
     phase = Phases()
     # Started ahead, the CUDA context and the device profiler's set-up are made at the standby.
     prepared = _standby(phase, _prepare_cuda)
-    device_env = "cuda" if os.environ.get("GRADER_DEVICE") == "cuda" else "cpu"
+    device_env = "cuda" if os.environ.get(DEVICE_ENV) == "cuda" else "cpu"
     if device_env == "cuda" and not prepared:
         with phase("prepare"):
             try:
@@ -97,7 +105,7 @@ def run_entry(classes: list[str] | None = None) -> int:
         try:
             recorder.install()  # before any entry code, for the rest of the process
         except Exception as exc:
-            _write_json("ready.json", {"ok": False, "error": "the harness could not start its "
+            _write_json(READY_FILE, {"ok": False, "error": "the harness could not start its "
                                        "recorder: " + _excerpt(exc)})
             return 4
     t0 = time.monotonic()
@@ -113,16 +121,16 @@ def run_entry(classes: list[str] | None = None) -> int:
             if not callable(kernel):
                 raise AttributeError("the kernel file defines no callable kernel()")
     except BaseException as exc:  # the entry may raise anything, SystemExit included
-        _write_json("ready.json", {"ok": False, "error": _excerpt(exc)})
+        _write_json(READY_FILE, {"ok": False, "error": _excerpt(exc)})
         return 3
-    _write_json("ready.json", {"ok": True, "import_s": time.monotonic() - t0,
+    _write_json(READY_FILE, {"ok": True, "import_s": time.monotonic() - t0,
                                "jit_functions": _jit_names(module)})
     with phase("job_wait"):
         job = _wait_for_job()
     result = _run_job(job, kernel, classes, recorder, phase)
     result["outside"] = recorder.trace(OUTSIDE)
     result["phases_s"] = phase.seconds
-    _write_json("result.json", result)
+    _write_json(RESULT_FILE, result)
     # The harness's last act: no finaliser, exit hook or `atexit` of the entry's runs after it
     # (issue 17: one rewrote the result and trace files once the harness had written them).
     sys.stdout.flush()
@@ -150,7 +158,7 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
             try:
                 fn = _built(build, warm_ids[0], recorder)
                 with recorder.internal():
-                    values = tuple(tensors.load(IN / f"{warm_ids[0]}.in", device=device))
+                    values = tuple(tensors.load(IN / case_file(warm_ids[0], INPUTS), device=device))
                 call(fn, values, f"warm:{shape}")
             except Exception as exc:
                 warm_errors[shape] = _excerpt(exc)
@@ -167,21 +175,21 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
             with phase("build"):
                 fn = _built(build, cid, recorder)
             with phase("load"), recorder.internal():
-                values = tuple(tensors.load(IN / f"{cid}.in", device=device))
+                values = tuple(tensors.load(IN / case_file(cid, INPUTS), device=device))
             with phase("call"):
                 out, _dev, host = call(fn, values, cid)
                 out = _as_tuple(out)
             _check_outputs(out)
             with phase("save"), recorder.internal():
-                tensors.save(OUT / f"{cid}.out", out)
+                tensors.save(OUT / case_file(cid, OUTPUTS), out)
             results[cid] = {"ok": True, "wall_s": host / 1e6}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
     if job.get("hold") and job.get("timing"):
         # Beside a standby's imports (problem_run.run_pair): the timed loops wait for them.
-        _write_json(TRACED, {"ok": True})
+        _write_json(TRACED_FILE, {"ok": True})
         with phase("timing_wait"):
-            _wait_for(IN / GO, JOB_WAIT_S)
+            _wait_for(IN / GO_FILE, JOB_WAIT_S)
     labels: dict[str, list[str]] = {}
     timings: dict[str, Any] = {}
     with phase("timing"):
@@ -225,14 +233,15 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str], job:
     try:
         fns = [_built(build, cid, recorder) for cid in ids]  # before the inputs exist
         with recorder.internal():
-            sets = [tuple(tensors.load(IN / f"{cid}.in", device=job["device"])) for cid in ids]
+            sets = [tuple(tensors.load(IN / case_file(cid, INPUTS), device=job["device"]))
+                    for cid in ids]
         raw, last, labels = time_kernel(call.clock, fns, sets, f"time:{shape}",
                                         rse_target=job["rse_target"], budget_s=job["budget_s"])
         with recorder.internal():
             for k, out in last.items():
                 outs = _as_tuple(out)
                 _check_outputs(outs)
-                tensors.save(OUT / f"{ids[k]}.out", outs)
+                tensors.save(OUT / case_file(ids[k], OUTPUTS), outs)
         return {"ok": True, **raw}, labels
     except Exception as exc:
         return {"ok": False, "error": _excerpt(exc)}, []

@@ -3,7 +3,7 @@
 Everything this process writes is *evidence* for the host to validate, never a verdict: in
 entry mode the entry's code shares this process and can rewrite any of it.
 
-Protocol (paths are fixed container paths):
+Protocol (paths are fixed container paths; every name is protocol.py's):
   reference: /grader/in/job.json lists cases {id, params, seed}; for each case write
              <id>.in (make_inputs) and <id>.ref (reference outputs) to /grader/out. With
              "hold" in the job (its container overlaps the entry's), write .cases.json once
@@ -50,10 +50,38 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-IN = Path("/grader/in")
-OUT = Path("/grader/out")
-PROBLEM = Path("/grader/problem")
-ENTRY = Path("/grader/entry/kernel.py")
+from .protocol import (
+    CASES_FILE,
+    CHANNEL_ENV,
+    DEVICE_ENV,
+    ENTRY_MODE,
+    EXPECTED,
+    FRAMES,
+    GATE_FILE,
+    GO_FILE,
+    INPUTS,
+    JOB_FILE,
+    OUTPUTS,
+    REFERENCE_FILE,
+    REFERENCE_MODE,
+    RESULT,
+    RESULT_FILE,
+    STANDBY_ENV,
+    START_FILE,
+    TOKEN_FD,
+    case_file,
+)
+from .protocol import ENTRY_FILE as _ENTRY_FILE
+from .protocol import IN as _IN
+from .protocol import OUT as _OUT
+from .protocol import PROBLEM as _PROBLEM
+
+# Module attributes, so that tests can run this module outside a container on folders of
+# their own (tests/unit/test_module_interface.py).
+IN = Path(_IN)
+OUT = Path(_OUT)
+PROBLEM = Path(_PROBLEM)
+ENTRY = Path(_ENTRY_FILE)
 EXCERPT = 4000
 # The host kills a container at its own deadline; these only end a harness the host forgot.
 # An entry may wait for its job while the reference computes (problem_run.run_pair), and a
@@ -64,12 +92,6 @@ HOLD_WAIT_S = 86400.0
 # ends on its own within this (issue 19: two standbys of a killed grader still waited, up to
 # a day). A batch whose turn comes later finds its standby gone and starts afresh.
 STANDBY_WAIT_S = 600.0
-CASES_DONE = ".cases.json"  # a held reference's case results (a dot: not an output file)
-STANDBY_ENV = "GRADER_STANDBY"
-AT_GATE = ".standby.json"  # in OUT: imported, waiting for START
-START = "start.json"  # in IN: the host's release of a standby container
-GO = "go.json"  # in IN: the host's release of a held timed loop
-TRACED = ".traced.json"  # in OUT: a held entry's traced calls are done, its timed loops wait
 
 
 class Phases:
@@ -93,10 +115,6 @@ def _excerpt(exc: BaseException) -> str:
     return text[-EXCERPT:]
 
 
-# Protocol names that travel as frames to the warden (warden.py) when it runs this process.
-FRAMES = {AT_GATE: "standby", "ready.json": "ready", TRACED: "traced", "result.json": "result"}
-CHANNEL_ENV = "GRADER_CHANNEL"  # warden.CHANNEL_ENV: the frame pipe's fd
-TOKEN_FD = 4  # warden.TOKEN_FD
 MAX_OUTPUTS = 20000
 
 
@@ -127,7 +145,7 @@ def _hash_outputs() -> dict[str, str]:
 
     hashes: dict[str, str] = {}
     for entry in sorted(os.scandir(OUT), key=lambda e: e.name)[:MAX_OUTPUTS]:
-        if not entry.name.endswith(".out") or not entry.is_file(follow_symlinks=False):
+        if not entry.name.endswith("." + OUTPUTS) or not entry.is_file(follow_symlinks=False):
             continue
         h = hashlib.sha256()
         with open(entry.path, "rb") as f:
@@ -138,12 +156,13 @@ def _hash_outputs() -> dict[str, str]:
 
 
 def _write_json(name: str, data: dict[str, Any]) -> None:
-    """The harness's one way to signal the host (see the protocol above)."""
+    """The harness's one way to signal the host (see the protocol above): the names in
+    protocol.FRAMES become frames under the warden."""
     kind = FRAMES.get(name)
     if _CHANNEL is not None and kind is not None:
         fd, token = _CHANNEL
         frame: dict[str, Any] = {"frame": kind, "token": token.decode(), "data": data}
-        if kind == "result":
+        if kind == RESULT:
             frame["outputs"] = _hash_outputs()
         view = memoryview(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
         while view:
@@ -175,7 +194,7 @@ def _wait_for(path: Path, timeout_s: float) -> None:
 
 
 def _wait_for_job() -> dict[str, Any]:
-    job = IN / "job.json"
+    job = IN / JOB_FILE
     _wait_for(job, JOB_WAIT_S)
     data: dict[str, Any] = json.loads(job.read_text())
     return data
@@ -194,8 +213,8 @@ def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool
         except ImportError:  # a runtime without Triton: the entry's own import says so
             pass
     prepared = False
-    if gpu_setup is not None and os.environ.get("GRADER_DEVICE") == "cuda":
-        # Trusted set-up, no entry code: done before .standby.json, so the host's wait for
+    if gpu_setup is not None and os.environ.get(DEVICE_ENV) == "cuda":
+        # Trusted set-up, no entry code: done before GATE_FILE, so the host's wait for
         # this standby to be idle covers it and no timed loop beside runs during it.
         with phase("standby_prepare"):
             try:
@@ -204,10 +223,10 @@ def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool
             except Exception:  # tried again after the gate, where the cases meet it
                 pass
     # Evidence for tests/gpu (the host decides nothing on it).
-    _write_json(AT_GATE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
+    _write_json(GATE_FILE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
                           "prepared": prepared})
     with phase("gate"):
-        _wait_for(IN / START, STANDBY_WAIT_S)
+        _wait_for(IN / START_FILE, STANDBY_WAIT_S)
     return prepared
 
 
@@ -261,8 +280,8 @@ def run_reference() -> int:
     with phase("import"):
         import torch
 
-        job = json.loads((IN / "job.json").read_text())
-        ref = _load_module(PROBLEM / "reference.py", "problem_reference")
+        job = json.loads((IN / JOB_FILE).read_text())
+        ref = _load_module(PROBLEM / REFERENCE_FILE, "problem_reference")
     device = job["device"]
     module_problem = "module" in job
     build = _callables(job, ref if module_problem else ref.reference,
@@ -272,15 +291,15 @@ def run_reference() -> int:
         # Overlapped with the entry's container (problem_run.run_pair): the cases are written,
         # and the timed loop waits until the entry has exited, so that no entry code shares
         # the GPU with it. The case tensors are gone with _reference_cases's frame.
-        _write_json(CASES_DONE, {"cases": results})
+        _write_json(CASES_FILE, {"cases": results})
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-        _wait_for(IN / GO, HOLD_WAIT_S)
+        _wait_for(IN / GO_FILE, HOLD_WAIT_S)
     with phase("timing"):
         timings = {shape: _time_shape(build, ids, job, OUT)
                    for shape, ids in job.get("timing", {}).items()}
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
-    _write_json("result.json", {"cases": results, "timings": timings, "device_name": name,
+    _write_json(RESULT_FILE, {"cases": results, "timings": timings, "device_name": name,
                                 "phases_s": phase.seconds})
     return 0
 
@@ -299,13 +318,13 @@ def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: 
         try:
             with phase("inputs"):
                 inputs = ref.make_inputs(case["seed"], device, **case["params"])
-                tensors.save(OUT / f"{cid}.in", _as_tuple(inputs))
+                tensors.save(OUT / case_file(cid, INPUTS), _as_tuple(inputs))
             with phase("reference"):
                 call = build(cid)
                 with torch.no_grad():
                     expected = _as_tuple(call(*inputs))
                 _sync(device)
-                tensors.save(OUT / f"{cid}.ref", expected)
+                tensors.save(OUT / case_file(cid, EXPECTED), expected)
             results[cid] = {"ok": True}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
@@ -336,7 +355,8 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
 
     try:
         calls = [build(cid) for cid in ids]
-        sets = [tuple(tensors.load(inputs / f"{cid}.in", device=job["device"])) for cid in ids]
+        sets = [tuple(tensors.load(inputs / case_file(cid, INPUTS), device=job["device"]))
+                for cid in ids]
         clock = Clock(None, job["l2_flush_bytes"])
         raw, _last, _labels = time_kernel(clock, calls, sets, "reference",
                                           rse_target=job["rse_target"], budget_s=job["budget_s"])
@@ -347,9 +367,9 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    if args == ["reference"]:
+    if args == [REFERENCE_MODE]:
         return run_reference()
-    if args[:1] == ["entry"]:
+    if args[:1] == [ENTRY_MODE]:
         from .entry import run_entry
 
         return run_entry(args[1:] or None)

@@ -23,7 +23,7 @@ writes RESULT and exits 0: nothing the entry runs after its last call (a finalis
 an atexit hook) can change what the host receives. Anything out of order, duplicated,
 malformed or without the token becomes a TAMPERING frame instead, and the container ends.
 
-Standard library only.
+Standard library only (the names it shares with the host are protocol.py's).
 """
 
 from __future__ import annotations
@@ -41,19 +41,20 @@ import sys
 import time
 from typing import Any
 
-CHANNEL_ENV = "GRADER_CHANNEL"  # in the worker's environment: the frame pipe's fd
-LOG_BYTES_ENV = "GRADER_LOG_BYTES"  # the engine's log budget (spec.Limits.log_bytes)
-STANDBY_ENV = "GRADER_STANDBY"
-FRAME_FD = 3
-TOKEN_FD = 4
+from .protocol import (
+    CHANNEL_ENV,
+    FRAME_FD,
+    FRAME_MAX,
+    LOG_BYTES_ENV,
+    READY,
+    RESULT,
+    STANDBY,
+    STANDBY_ENV,
+    TAMPERING,
+    TOKEN_FD,
+    TRACED,
+)
 
-STANDBY, READY, TRACED, RESULT, TAMPERING = "standby", "ready", "traced", "result", "tampering"
-# Raw JSON bytes per frame as the worker writes it (envelope and token included). The host
-# caps a result at evidence.MAX_JSON (4 MiB); the envelope adds the outputs' hashes.
-FRAME_MAX = {STANDBY: 4 << 10, READY: 256 << 10, TRACED: 4 << 10, RESULT: 8 << 20}
-# What the host reads of the stdout stream at most: every frame once, base64 (4/3), plus the
-# log driver's per-line cost. The engine sizes the log file from it (spec.ContainerSpec).
-STDOUT_BYTES = 12 << 20
 DEFAULT_LOG_BYTES = 1 << 20
 # Docker's json-file driver writes each line as {"log": "...", "stream": ..., "time": ...};
 # a line longer than 16 KiB becomes several entries. Counted generously per entry.

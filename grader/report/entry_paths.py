@@ -6,10 +6,8 @@ path in the bundle instead (`kernels/vector_add.py`). Pure: a Report in, a Repor
 
 from __future__ import annotations
 
-from grader.paths import C_ENTRY
+from grader.harness.protocol import ENTRY_FILE
 from grader.report.model import ProblemResult, Report
-
-ENTRY_FILE = f"{C_ENTRY}/kernel.py"
 
 
 def _swap(text: str | None, name: str) -> str | None:

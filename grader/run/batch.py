@@ -5,7 +5,7 @@ a batch's two containers started ahead of their turn, beside the batch before (S
 The reference container never sees the entry; the entry container never sees the reference
 (its files are masked) nor its outputs. Inputs reach the entry only after its module has been
 imported, and the reference's timed loop never shares the GPU with entry code (see the
-protocol in grader/harness/main.py).
+protocol in grader/harness/main.py; its names are grader/harness/protocol.py's).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.formats.problem import Problem
-from grader.harness.main import AT_GATE, CASES_DONE, GO, START
+from grader.harness.protocol import CASES_FILE, GATE_FILE, GO_FILE, RESULT_FILE, START_FILE
 from grader.run import plan as batching
 from grader.run.channel import read_entry_out, read_frames
 from grader.run.evidence import read_out_dir, read_result
@@ -119,7 +119,7 @@ class Standby:
     def __init__(self, sb: Sandbox, batch: Batch, *, gated: bool = True) -> None:
         self.batch = batch
         self.gated = gated
-        self.hold = sb.timing is not None  # the reference's timed loop waits for go.json
+        self.hold = sb.timing is not None  # the reference's timed loop waits for GO_FILE
         self.closed = False
         self._stack = contextlib.ExitStack()
         try:
@@ -147,7 +147,7 @@ class Standby:
     def _at_gate(self) -> list[bool]:
         if not self._ent_gate:
             self._ent_gate = read_frames(self.ent.stdout()).standby is not None
-        return [(self.ref_out / AT_GATE).exists(), self._ent_gate]
+        return [(self.ref_out / GATE_FILE).exists(), self._ent_gate]
 
     def idle(self) -> bool:
         """Whether neither container can still be working before its gate: each is there, or
@@ -178,7 +178,7 @@ class Standby:
             return
         self.released = True
         for in_dir in (self.ref_in, self.ent_in):
-            place(in_dir, START, {})
+            place(in_dir, START_FILE, {})
         self.ref.rebase()
         self.ent.rebase()
 
@@ -268,7 +268,7 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair
         ref_exit = ref_exit or ref.poll()
         ent_exit = ent_exit or ent.poll()
         if cases_ok is None:  # read until known, then kept
-            cases_ok = _cases_ok(st.ref_out / CASES_DONE if hold else st.ref_out / "result.json",
+            cases_ok = _cases_ok(st.ref_out / (CASES_FILE if hold else RESULT_FILE),
                                  cases, done=hold or ref_exit is not None)
             if cases_ok:  # the outputs exist now (no job yet): do the counted caps hold?
                 needed = batching.entry_limits(batch.entry_limits, st.ref_out,
@@ -298,13 +298,13 @@ def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair
             assert beside is not None
             if beside.idle():
                 timing_held = False
-                place(st.ent_in, GO, {})
+                place(st.ent_in, GO_FILE, {})
             elif read_frames(ent.stdout()).traced:
                 ent.extend(step)  # traced, its timed loops waiting for the standby
         if hold and cases_ok and not released:
             if ent_exit is not None and (beside is None or beside.idle()):
                 released = True
-                place(st.ref_in, GO, {})
+                place(st.ref_in, GO_FILE, {})
             elif ref_exit is None:
                 ref.extend(step)  # cases done, waiting for the entry to exit
         time.sleep(POLL_S)

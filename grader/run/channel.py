@@ -26,8 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.harness.warden import (
+from grader.harness.protocol import (
     FRAME_MAX,
+    OUTPUTS,
     READY,
     RESULT,
     STANDBY,
@@ -170,7 +171,7 @@ def read_entry_out(path: Path, stdout: bytes) -> tuple[OutDir, Frames]:
 def _check_outputs(path: Path, out: OutDir, outputs: dict[str, str]) -> list[str]:
     problems = []
     for (_case, kind), file in sorted(out.tensor_files.items()):
-        if kind != "out":
+        if kind != OUTPUTS:
             continue
         want = outputs.get(file.name)
         if want is None:

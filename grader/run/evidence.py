@@ -24,10 +24,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from grader.harness import tensors
+from grader.harness.protocol import CASE_KINDS, OUTPUTS, READY_FILE, RESULT_FILE
 
 MAX_JSON = 4 << 20
-CASE_FILE = re.compile(r"^(?P<case>[A-Za-z0-9_.-]{1,160})\.(?P<kind>in|ref|out)$")
-JSON_FILES = ("ready.json", "result.json")
+CASE_FILE = re.compile(r"^(?P<case>[A-Za-z0-9_.-]{1,160})\.(?P<kind>" + "|".join(CASE_KINDS)
+                       + ")$")
+JSON_FILES = (READY_FILE, RESULT_FILE)
 # Names in one output folder: a batch's case files (an input, an output, an expected output
 # per case: a few hundred) and a handful of JSON files, with room to spare. Past it, the rest
 # is never listed.
@@ -233,12 +235,12 @@ def _entry(entry: os.DirEntry[str], out: OutDir, tallies: dict[str, _Tally]) -> 
         return
     if not stat.S_ISREG(st.st_mode):
         tallies["symlink" if stat.S_ISLNK(st.st_mode) else "other"].add(name)
-    elif name == "ready.json":
+    elif name == READY_FILE:
         out.ready = _read_json(Path(entry.path), ReadyFile, out)
-    elif name == "result.json":
+    elif name == RESULT_FILE:
         out.result = _read_json(Path(entry.path), ResultFile, out)
     elif m := CASE_FILE.match(name):
-        if m["kind"] == "out":  # the header alone, before the judge reads any body
+        if m["kind"] == OUTPUTS:  # the header alone, before the judge reads any body
             try:
                 tensors.check(Path(entry.path))
             except (tensors.TensorFileError, OSError) as exc:

@@ -14,17 +14,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.formats.problem import Problem, Shape
-from grader.harness.main import STANDBY_ENV
-from grader.harness.warden import LOG_BYTES_ENV, STDOUT_BYTES
-from grader.paths import C_ENTRY, C_IN, C_LIB, C_OUT, C_PROBLEM
+from grader.harness.protocol import (
+    BOOT,
+    DEVICE_ENV,
+    ENTRY,
+    IN,
+    INPUTS,
+    JOB_FILE,
+    KERNEL_FILE,
+    LOG_BYTES_ENV,
+    OUT,
+    PROBLEM,
+    STANDBY_ENV,
+    STDOUT_BYTES,
+    case_file,
+)
 from grader.run.channel import Frames
 from grader.run.evidence import OutDir
 from grader.sandbox.capped import private_dir, resize
 from grader.sandbox.docker_engine import DockerEngine, ExitState
 from grader.sandbox.runs import run_folder
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
-
-BOOT = f"{C_LIB}/grader_harness/boot.py"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,12 +104,12 @@ def place(in_dir: Path, name: str, data: dict[str, object]) -> None:
 
 
 def write_job(in_dir: Path, job: dict[str, object]) -> None:
-    place(in_dir, "job.json", job)
+    place(in_dir, JOB_FILE, job)
 
 
 def entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *, hold: bool = False
               ) -> dict[str, object]:
-    """`hold`: its timed loops wait for the host's go (harness.main.GO), after its traced
+    """`hold`: its timed loops wait for the host's go (protocol.GO_FILE), after its traced
     calls."""
     job = timing_job(sb, cases, reference=False, hold=hold)
     job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
@@ -144,7 +154,7 @@ def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limit
                    ) -> ContainerSpec:
     """A container of this batch; `gated`: a standby's (problem_run.Standby)."""
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "GRADER_DEVICE": sb.device,
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", DEVICE_ENV: sb.device,
            "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin"}
     env.update(sb.extra_env)
@@ -164,7 +174,7 @@ def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limit
 
 def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *,
                   hold: bool = False) -> dict[str, object]:
-    """`hold`: its timed loop waits for the host's go (harness.main.GO), after its cases."""
+    """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases."""
     job = timing_job(sb, cases, reference=True, hold=hold)
     job.update(device=sb.device, cases=[
         {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
@@ -173,20 +183,20 @@ def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *,
 
 
 def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
-    return [Bind(host=str(in_dir), container=C_IN),
-            Bind(host=str(out_dir), container=C_OUT, read_only=False)]
+    return [Bind(host=str(in_dir), container=IN),
+            Bind(host=str(out_dir), container=OUT, read_only=False)]
 
 
 def entry_spec(sb: Sandbox, image: str, in_dir: Path, out_dir: Path, limits: Limits,
                problem: Problem | None, gated: bool = False) -> ContainerSpec:
     """`in_dir`: from entry_in, with the kernel file in its CODE folder."""
-    binds = [Bind(host=str(in_dir / CODE), container=C_ENTRY), *io_binds(in_dir, out_dir)]
-    return container_spec(sb, image, Role.ENTRY, binds, limits, masks=(C_PROBLEM,),
+    binds = [Bind(host=str(in_dir / CODE), container=ENTRY), *io_binds(in_dir, out_dir)]
+    return container_spec(sb, image, Role.ENTRY, binds, limits, masks=(PROBLEM,),
                           args=entry_args(problem), gated=gated)
 
 
-CODE = ".code"  # in the entry's input folder: its kernel file, bound at C_ENTRY
-SLACK = 1 << 20  # the input folder's room beyond its files: job.json, start.json, go.json
+CODE = ".code"  # in the entry's input folder: its kernel file, bound at protocol.ENTRY
+SLACK = 1 << 20  # the input folder's room beyond its files: the job, start and go files
 
 
 @contextmanager
@@ -200,8 +210,8 @@ def entry_in(kernel_file: Path) -> Iterator[Path]:
     with private_dir(size + SLACK) as path:
         code = path / CODE
         code.mkdir(mode=0o755)
-        shutil.copyfile(kernel_file, code / "kernel.py")
-        os.chmod(code / "kernel.py", 0o644)
+        shutil.copyfile(kernel_file, code / KERNEL_FILE)
+        os.chmod(code / KERNEL_FILE, 0o644)
         yield path
 
 
@@ -209,7 +219,7 @@ def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Pa
             in_dir: Path, *, hold: bool = False) -> None:
     """The entry's inputs and job (entry_job), placed once it has been imported: copied from
     the reference's folder into the entry's own tmpfs, grown to hold them first."""
-    sources = [ref_out / f"{c.id}.in" for c in cases]
+    sources = [ref_out / case_file(c.id, INPUTS) for c in cases]
     sources = [src for src in sources if src.is_file()]
     held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
     resize(in_dir, held + sum(src.stat().st_size for src in sources) + SLACK)

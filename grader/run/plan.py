@@ -27,6 +27,7 @@ from pathlib import Path
 
 from grader.errors import ProblemError
 from grader.formats.problem import Problem, Shape
+from grader.harness.protocol import EXPECTED, INPUTS, case_file
 from grader.sandbox.spec import Limits
 from grader.scoring.roofline import work
 
@@ -102,7 +103,8 @@ def entry_limits(base: Limits, ref_dir: Path, case_ids: list[str]) -> Limits:
     """The entry's limits for a batch, from the files the reference wrote for its cases."""
     outputs, largest_input = 0, 0
     for cid in case_ids:
-        ref, inputs = ref_dir / f"{cid}.ref", ref_dir / f"{cid}.in"
+        ref = ref_dir / case_file(cid, EXPECTED)
+        inputs = ref_dir / case_file(cid, INPUTS)
         outputs += ref.stat().st_size if ref.is_file() else 0
         largest_input = max(largest_input, inputs.stat().st_size if inputs.is_file() else 0)
     output = max(base.output_bytes, outputs + ENTRY_SLACK + PER_CASE_SLACK * len(case_ids))

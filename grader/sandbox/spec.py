@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from grader.harness.protocol import ENTRY_MODE, REFERENCE_MODE
+
 SESSION_LABEL = "grader.session"
 ROLE_LABEL = "grader.role"
 
 
 class Role(StrEnum):
-    REFERENCE = "reference"
-    ENTRY = "entry"
+    REFERENCE = REFERENCE_MODE  # the harness's mode: the container's command names its role
+    ENTRY = ENTRY_MODE
     PROBE = "probe"
 
 

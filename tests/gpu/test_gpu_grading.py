@@ -94,7 +94,7 @@ def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
 
 
 def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -> None:
-    from grader.harness.main import AT_GATE
+    from grader.harness.protocol import GATE_FILE
     from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
     from grader.run.batch import Batch, Standby
     from grader.run.channel import read_frames
@@ -127,7 +127,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
         gate = read_frames(st.ent.stdout()).standby
         assert gate is not None and gate.model_dump() == {
             "ok": True, "cuda_initialized": True, "prepared": True}
-        assert json.loads((st.ref_out / AT_GATE).read_text()) == {
+        assert json.loads((st.ref_out / GATE_FILE).read_text()) == {
             "ok": True, "cuda_initialized": False, "prepared": False}
         st.close()
     finally:

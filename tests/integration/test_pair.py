@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from grader.harness.main import CASES_DONE
+from grader.harness.protocol import CASES_FILE
 from grader.images import ensure, problem_plan
 from grader.paths import REPO
 from grader.run.batch import Batch, run_pair
@@ -51,7 +51,7 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
             assert pair.entry is not None
             ref, entry = pair.reference, pair.entry
             # The reference wrote its cases, was held while the entry ran, then timed.
-            assert (pair.ref_dir / CASES_DONE).is_file()
+            assert (pair.ref_dir / CASES_FILE).is_file()
             assert ref.exit.exit_code == 0 and entry.exit.exit_code == 0, entry.exit.logs
             assert ref.exit.held_s > 0
             assert ref.out.result is not None and entry.out.result is not None

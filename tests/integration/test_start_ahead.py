@@ -21,8 +21,7 @@ from docker.models.containers import ContainerCollection
 from test_faults import ALL, _bundle, _grader, _left, _verdicts
 from test_pair import KERNEL, _cases
 
-from grader.harness.main import AT_GATE, GO, STANDBY_ENV
-from grader.harness.warden import STANDBY, TRACED
+from grader.harness.protocol import GATE_FILE, GO_FILE, STANDBY, STANDBY_ENV, TRACED
 from grader.images import ensure, problem_plan
 from grader.run.batch import Batch, Beside, Standby, run_pair
 from grader.run.channel import GateFrame, read_frames
@@ -82,7 +81,7 @@ def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, 
     assert st.usable()
     # Imported and waiting: the entry's file not loaded (no ready frame), no input drawn.
     assert _files(st.ent_out) == []
-    assert _files(st.ref_out) == [AT_GATE]
+    assert _files(st.ref_out) == [GATE_FILE]
     assert _files(st.ent_in) == [".code"]  # its kernel file alone (jobs.entry_in)
     frames = read_frames(st.ent.stdout())  # the entry's gate is a frame (harness/warden.py)
     assert frames.ready is None
@@ -123,15 +122,15 @@ def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_pa
     beside = Standby(slow_sb, _batch(engine, runtime))
     with run_pair(timed, first, standby=st, beside=Beside((beside,))) as pair:
         assert pair.entry is not None and pair.entry.exit.exit_code == 0, pair.entry.exit.logs
-        gates = max((beside.ref_out / AT_GATE).stat().st_mtime,
+        gates = max((beside.ref_out / GATE_FILE).stat().st_mtime,
                     _frame_time(beside.ent.container, STANDBY))
         # Delivered before the standby beside was there, so held: traced, then timed on GO.
         job = st.ent_in / "job.json"
         assert job.stat().st_mtime < gates
         assert json.loads(job.read_text())["hold"] is True
         assert _frame_time(st.ent.container, TRACED) < gates
-        assert (st.ent_in / GO).stat().st_mtime >= gates
-        assert (st.ref_in / GO).stat().st_mtime >= gates
+        assert (st.ent_in / GO_FILE).stat().st_mtime >= gates
+        assert (st.ref_in / GO_FILE).stat().st_mtime >= gates
         entry = pair.entry.out.result
         assert entry is not None and all(r.ok for r in entry.cases.values())
         assert set(entry.timings) == {cases[0].shape.id}  # (no CUDA events on a CPU)

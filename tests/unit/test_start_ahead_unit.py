@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from grader.harness.main import AT_GATE
-from grader.harness.warden import STANDBY, encode_frame
+from grader.harness.protocol import GATE_FILE, STANDBY
+from grader.harness.warden import encode_frame
 from grader.run import batch as problem_run
 from grader.run import worker as worker_mod
 from grader.run.batch import Standby
@@ -64,12 +64,12 @@ def test_idle_when_each_is_at_its_gate_or_gone(tmp_path: Path,
     monkeypatch.setattr(problem_run.time, "monotonic", lambda: 10.0)
     st = _standby(tmp_path, since=9.0)
     assert not st.idle()
-    (st.ref_out / AT_GATE).write_text("{}")
+    (st.ref_out / GATE_FILE).write_text("{}")
     assert not st.idle()  # the entry's harness is still importing
     st.ent.is_running = False  # type: ignore[attr-defined]
     assert st.idle() and not st.usable()
     st.ent.is_running = True  # type: ignore[attr-defined]
-    (st.ent_out / AT_GATE).write_text("{}")  # a file is no gate for an entry: its frame is
+    (st.ent_out / GATE_FILE).write_text("{}")  # a file is no gate for an entry: its frame is
     assert not st.idle()
     st.ent.frames = encode_frame(STANDBY, {"data": {"ok": True}})  # type: ignore[attr-defined]
     assert st.idle() and st.usable()

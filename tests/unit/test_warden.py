@@ -14,17 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness import warden
-from grader.harness.warden import (
-    READY,
-    RESULT,
-    STANDBY,
-    TRACED,
-    Protocol,
-    Tampering,
-    encode_frame,
-    log_cost,
-)
+from grader.harness.protocol import LOG_BYTES_ENV, READY, RESULT, STANDBY, TRACED
+from grader.harness.warden import Protocol, Tampering, encode_frame, log_cost
 from grader.run.channel import CHANNEL, read_entry_out, read_frames
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,7 +182,7 @@ def _warden(tmp_path: Path, mode: str, log_bytes: int = 1 << 20
         sys.exit(main([sys.executable, {str(tmp_path / "worker.py")!r}, {str(out)!r},
                        {mode!r}]))
     """)
-    env = {"PATH": "/usr/bin:/bin", warden.LOG_BYTES_ENV: str(log_bytes)}
+    env = {"PATH": "/usr/bin:/bin", LOG_BYTES_ENV: str(log_bytes)}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
                          env=env, check=False)
     frames = [json.loads(base64.b64decode(line)) for line in res.stdout.splitlines()]

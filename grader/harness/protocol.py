@@ -1,0 +1,76 @@
+"""The handshake between the host and the harness in a container: every fixed path, file
+name, frame kind and environment variable both sides use, in one place.
+
+Imported by the harness inside containers (as `grader_harness.protocol`) and by the host
+(as `grader.harness.protocol`: grader/run/jobs.py, batch.py, evidence.py, channel.py,
+grader/images.py, ...). The harness runs beside entry code with the standard library, torch
+and triton alone, so this module imports nothing at all. No other module spells one of these
+names as a literal (tests/unit/test_protocol.py checks the package's source).
+
+The order of the handshake itself is told in harness/main.py (files and frames) and
+harness/warden.py (the frame channel).
+"""
+
+from __future__ import annotations
+
+# -- paths inside every container -------------------------------------------------------------
+# Not under /opt or /usr: the host-runtime mode binds those from the host.
+LIB = "/grader/lib"  # on the harness's sys.path
+HARNESS_PACKAGE = "grader_harness"  # the harness's package name inside containers
+HARNESS = f"{LIB}/{HARNESS_PACKAGE}"
+BOOT = f"{HARNESS}/boot.py"  # every container's command: `python3 -I BOOT MODE ...`
+PROBLEM = "/grader/problem"  # the problem's trusted files (masked in an entry's container)
+ENTRY = "/grader/entry"  # the entry's code folder (read-only)
+IN = "/grader/in"  # what the host hands the container (read-only)
+OUT = "/grader/out"  # what the container hands back (a size-capped host tmpfs)
+KERNEL_FILE = "kernel.py"  # the entry's file, in ENTRY
+REFERENCE_FILE = "reference.py"  # the problem's reference, in PROBLEM
+ENTRY_FILE = f"{ENTRY}/{KERNEL_FILE}"  # the path entries' tracebacks name
+
+# -- the harness's first argument (spec.Role's values) ------------------------------------------
+REFERENCE_MODE = "reference"
+ENTRY_MODE = "entry"
+
+# -- files the host places in IN (each written whole, then renamed into place) ----------------
+JOB_FILE = "job.json"  # the cases and knobs; an entry's only once its module is imported
+START_FILE = "start.json"  # the release of a standby container at its gate
+GO_FILE = "go.json"  # the release of a held timed loop
+
+# -- files the harness writes in OUT ----------------------------------------------------------
+# Names with a dot first are not output files (evidence.read_out_dir passes them over).
+READY_FILE = "ready.json"  # the entry's module is imported (a frame under the warden)
+RESULT_FILE = "result.json"  # the run's record (a frame under the warden)
+CASES_FILE = ".cases.json"  # a held reference's case results, before its timed loop
+GATE_FILE = ".standby.json"  # imported, waiting at the gate for START_FILE
+TRACED_FILE = ".traced.json"  # a held entry's traced calls are done, its timed loops wait
+# The case files: <case id>.<kind>. The reference writes inputs and expected outputs, the
+# entry its outputs; the host copies the inputs into the entry's IN.
+INPUTS, EXPECTED, OUTPUTS = "in", "ref", "out"
+CASE_KINDS = (INPUTS, EXPECTED, OUTPUTS)
+
+
+def case_file(case_id: str, kind: str) -> str:
+    """The file name of one case's inputs, expected outputs or outputs."""
+    return f"{case_id}.{kind}"
+
+
+# -- environment the host sets --------------------------------------------------------------
+DEVICE_ENV = "GRADER_DEVICE"  # "cpu" or "cuda"
+STANDBY_ENV = "GRADER_STANDBY"  # "1": a standby container, gated (harness.main._standby)
+LOG_BYTES_ENV = "GRADER_LOG_BYTES"  # an entry's log budget (spec.Limits.log_bytes)
+
+# -- the evidence channel (an entry's container: warden.py on stdout, channel.py on the host) --
+CHANNEL_ENV = "GRADER_CHANNEL"  # in the harness's environment: the frame pipe's fd
+FRAME_FD = 3  # the frame pipe's write end in the harness's process
+TOKEN_FD = 4  # a pipe holding the warden's token, read and closed before entry code runs
+# Frame kinds: the harness sends the first four (with the token), the warden relays them or
+# sends TAMPERING instead.
+STANDBY, READY, TRACED, RESULT, TAMPERING = "standby", "ready", "traced", "result", "tampering"
+# The files that travel as frames when the warden runs the harness.
+FRAMES = {GATE_FILE: STANDBY, READY_FILE: READY, TRACED_FILE: TRACED, RESULT_FILE: RESULT}
+# Raw JSON bytes per frame as the harness writes it (envelope and token included). The host
+# caps a result at evidence.MAX_JSON (4 MiB); the envelope adds the outputs' hashes.
+FRAME_MAX = {STANDBY: 4 << 10, READY: 256 << 10, TRACED: 4 << 10, RESULT: 8 << 20}
+# What the host reads of the stdout stream at most: every frame once, base64 (4/3), plus the
+# log driver's per-line cost. The engine sizes the log file from it (spec.ContainerSpec).
+STDOUT_BYTES = 12 << 20
