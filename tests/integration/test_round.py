@@ -1,7 +1,8 @@
 """`grader round` end to end with the real engine, on the CPU demo suite (vector_add only):
 a round of two entries killed after its first entry and resumed, its verdicts equal to
-grading each entry alone, the references run once, `grader round verify`, the leaderboard
-page in a real headless Chromium, and the same round on a real two-node Ray cluster that
+grading each entry alone, the references run once, `grader round verify`, `grader verify`
+re-grading a report under its secret, a round graded under its published commitment, the
+leaderboard page in a real headless Chromium, and the same round on a real two-node Ray cluster that
 loses a node mid-round.
 
 The Ray cluster lives in a network namespace of its own with only a loopback interface
@@ -114,6 +115,54 @@ def test_round_equals_grading_each_entry_alone(local_round: Path, entries: Path,
     res = _grader("round", "verify", str(local_round))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "WRONG" not in res.stdout and "suite digest matches" in res.stdout
+
+
+def test_verify_regrades_a_report_under_its_secret(local_round: Path, tmp_path: Path) -> None:
+    """`grader verify`: the round's report reproduces; the same report with a verdict changed
+    does not (exit 6, the shape named); a secret other than the report's is refused before
+    any grading (exit 2)."""
+    report = local_round / "entries" / "triton" / "report.json"
+    res = _grader("verify", str(report), "--secret", SECRET, "-q")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ok        vector_add/smoke_4099: passed" in res.stdout
+    assert "verdicts only" in res.stdout and "reproduced" in res.stdout
+    tampered = tmp_path / "report.json"
+    doc = json.loads(report.read_text())
+    doc["problems"][0]["shapes"][0]["verdict"] = "incorrect"
+    doc["problems"][0]["verdict"] = "incorrect"
+    tampered.write_text(json.dumps(doc))
+    res = _grader("verify", str(tampered), "--secret", SECRET, "-q", "--bundle",
+                  str(local_round / "bundles" / "triton.tar"))
+    assert res.returncode == 6, res.stdout + res.stderr
+    assert ("MISMATCH  vector_add/smoke_4099: the report says incorrect, graded again passed"
+            in res.stdout)
+    res = _grader("verify", str(report), "--secret", bytes(32).hex())
+    assert res.returncode == 2 and "does not match the report's seed commitment" in res.stderr
+
+
+def test_a_committed_round_grades_only_as_committed(entries: Path, tmp_path: Path) -> None:
+    """`grader round commit`, then the round in that folder: other options are refused
+    before any entry is staged; the committed ones grade, and `round verify` checks the
+    report's images against the published commitment."""
+    out = tmp_path / "committed"
+    res = _grader("round", "commit", "-o", str(out), *COMMON[:4])
+    assert res.returncode == 0, res.stderr[-3000:]
+    published = tmp_path / "published.json"
+    published.write_bytes((out / "commitment.json").read_bytes())
+    assert (out / "seed.secret").stat().st_mode & 0o077 == 0
+    res = _grader("round", str(entries / "triton.tar"), "-o", str(out), *COMMON[:4],
+                  "--seeds", "2")
+    assert res.returncode == 6 and "setting seeds_per_shape: 2, committed None" in res.stderr
+    assert not (out / "manifest.json").exists() and not (out / "bundles").exists()
+    res = _grader("round", str(entries / "triton.tar"), "-o", str(out), *COMMON[:4],
+                  "--seed-secret", SECRET)
+    assert res.returncode == 6 and "not the committed secret" in res.stderr
+    res = _grader("round", str(entries / "triton.tar"), "-o", str(out), *COMMON[:4])
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = _grader("round", "verify", str(out), "--commitment", str(published))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ok        triton: images are the committed ones" in res.stdout
+    assert "commitment matches the manifest" in res.stdout
 
 
 CHROMIUM = shutil.which("chromium")
