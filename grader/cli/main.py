@@ -118,6 +118,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--ahead-depth", type=click.IntRange(1, 4), default=2, show_default=True,
               help="Batches whose containers are started ahead at once: the wait for their "
               "set-up falls on one batch in this many.")
+@click.option("--practice", is_flag=True,
+              help="Practice: grade the public shapes only, with full diagnostics (errors, "
+              "findings, fraction of roofline per shape); nothing hidden in any output.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON summary on stdout (schema: `grader schema run`); the "
+              "human lines go to stderr.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress lines (human ones show only when stderr is a terminal).")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
@@ -130,7 +136,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
         log_format: str, resume: bool, sequential: bool, start_ahead: str,
-        ahead_depth: int, suite: str | None, force: bool, keep_checkpoint: bool) -> None:
+        ahead_depth: int, suite: str | None, force: bool, keep_checkpoint: bool,
+        practice: bool, as_json: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
     from grader.run.runner import RunRequest, grade_bundle
@@ -143,8 +150,20 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
                      cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
                      hardware=hardware, resume=resume, overlap=not sequential,
                      start_ahead=start_ahead, ahead_depth=ahead_depth, suite=suite,
-                     force=force, keep_checkpoint=keep_checkpoint)
+                     force=force, keep_checkpoint=keep_checkpoint, json=as_json,
+                     practice=practice)
     grade_bundle(req)
+
+
+@cli.command()
+@click.argument("name", type=click.Choice(["check", "bundle-check", "run"]))
+def schema(name: str) -> None:
+    """Print the JSON schema of `grader NAME --json`'s output (docs/formats.md)."""
+    import json
+
+    from grader.report.summaries import schema as json_schema
+
+    click.echo(json.dumps(json_schema(name), indent=2))
 
 
 @cli.command()

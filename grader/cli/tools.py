@@ -142,23 +142,37 @@ def policy_show(name: str) -> None:
 @click.option("--policy", "policy_name", default="triton", show_default=True)
 @click.option("--sarif", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the findings as SARIF 2.1.0 to this file.")
-def check(bundle: Path, policy_name: str, sarif: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON summary on stdout (schema: `grader schema check`).")
+def check(bundle: Path, policy_name: str, sarif: Path | None, as_json: bool) -> None:
     """Static analysis only (no Docker, no GPU): print the findings of BUNDLE's kernels."""
-    from grader.intake.tools import static_check
+    from grader.errors import GraderError
+    from grader.intake.tools import BLOCKING, static_check
+    from grader.report.summaries import CheckSummary, ErrorInfo, check_summary
 
-    findings = static_check(bundle, policy_name)
+    try:
+        findings = static_check(bundle, policy_name)
+    except GraderError as exc:
+        if as_json:
+            click.echo(CheckSummary(ok=False, exit_code=exc.exit_code, error=ErrorInfo.of(exc),
+                                    bundle=str(bundle)).model_dump_json(indent=2))
+        raise
     total = 0
     for fname, items in findings.items():
         for f in items:
             total += 1
-            click.echo(f"{fname}:{f.line or 0}: {f.severity.value:<9} {f.rule} {f.message}")
-    click.echo(f"{total} finding(s) in {len(findings)} file(s)")
+            click.echo(f"{fname}:{f.line or 0}: {f.severity.value:<9} {f.rule} {f.message}",
+                       err=as_json)
+    click.echo(f"{total} finding(s) in {len(findings)} file(s)", err=as_json)
     if sarif is not None:
         from grader import __version__
         from grader.report.sarif import to_sarif
 
         sarif.write_text(json.dumps(to_sarif(findings, tool_version=__version__), indent=2))
-        click.echo(f"sarif: {sarif}")
+        click.echo(f"sarif: {sarif}", err=as_json)
+    if as_json:
+        blocking = sum(1 for items in findings.values() for f in items if f.severity in BLOCKING)
+        click.echo(check_summary(str(bundle), findings, blocking).model_dump_json(indent=2))
 
 
 @click.group()
@@ -185,18 +199,38 @@ def bundle_create(directory: Path, output: Path) -> None:
 @click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
               help="Folder(s) holding suites, for the coverage check (default: the "
               "checkout's problem_bundles/).")
-def bundle_check(bundle_path: Path, policy_name: str, suite_roots: tuple[Path, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON summary on stdout (schema: `grader schema bundle-check`); "
+              "the exit code is the same.")
+def bundle_check(bundle_path: Path, policy_name: str, suite_roots: tuple[Path, ...],
+                 as_json: bool) -> None:
     """Check BUNDLE before uploading it: intake, layout and size, suite coverage, static
     analysis. Exit 0 when it would be accepted with no blocking finding; 4 when a static
     finding (fallback, violation, tampering) would keep kernels from `passed`; 10-15 when
     intake refuses it (see docs/cli.md)."""
+    from grader.errors import GraderError
     from grader.intake.tools import check_bundle, gate, render_check
+    from grader.report.summaries import BundleCheckSummary, ErrorInfo, bundle_check_summary
 
-    result = check_bundle(bundle_path, policy_name, list(suite_roots) or [PROBLEM_BUNDLES])
+    try:
+        result = check_bundle(bundle_path, policy_name, list(suite_roots) or [PROBLEM_BUNDLES])
+    except GraderError as exc:
+        if as_json:
+            click.echo(BundleCheckSummary(ok=False, exit_code=exc.exit_code,
+                                          error=ErrorInfo.of(exc), bundle=str(bundle_path))
+                       .model_dump_json(indent=2))
+        raise
     for line in render_check(result):
-        click.echo(line)
-    gate(result)
-    click.echo("ok: the grader would accept this bundle")
+        click.echo(line, err=as_json)
+    try:
+        gate(result)
+    except GraderError as exc:
+        if as_json:
+            click.echo(bundle_check_summary(result, exc).model_dump_json(indent=2))
+        raise
+    click.echo("ok: the grader would accept this bundle", err=as_json)
+    if as_json:
+        click.echo(bundle_check_summary(result, None).model_dump_json(indent=2))
 
 
 @click.command("init")

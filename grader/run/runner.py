@@ -22,12 +22,15 @@ from grader.paths import PROBLEM_BUNDLES
 from grader.report.entry_paths import with_entry_paths
 from grader.report.model import Report
 from grader.report.render import write_reports
+from grader.report.summaries import ErrorInfo, RunSummary, run_summary
 from grader.run import outdir
 from grader.run.checkpoint import host_fs
 from grader.run.config import RunConfig
 from grader.run.grading import Grader
+from grader.run.practice import practice_shapes, practice_view
 from grader.run.progress import Progress
 from grader.sandbox.docker_engine import DockerEngine
+from grader.scoring.hardware import load_hardware
 from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
 
@@ -62,6 +65,8 @@ class RunRequest:
     suite: str | None = None  # grading one kernel file: its suite (id or folder)
     force: bool = False  # replace another submission's reports in out_dir
     keep_checkpoint: bool = False  # keep out_dir/.checkpoint after a run that completed
+    json: bool = False  # one summary object on stdout (report/summaries.py); text on stderr
+    practice: bool = False  # public shapes only, nothing hidden in any output (practice.py)
 
 
 def to_config(req: RunRequest) -> RunConfig:
@@ -73,9 +78,10 @@ def to_config(req: RunRequest) -> RunConfig:
             raise UsageError("--seed-secret: not hexadecimal",
                              hint="pass the contents of the seed.secret file a run wrote "
                              "(hex digits), or leave it out for a fresh secret") from None
+    shapes = practice_shapes(req.shapes) if req.practice else req.shapes
     cfg = RunConfig(bundle=req.bundle, out_dir=req.out_dir,
                     suite_roots=req.suite_roots or (PROBLEM_BUNDLES,), policy=req.policy,
-                    device=req.device, shapes=req.shapes,  # type: ignore[arg-type]
+                    device=req.device, shapes=shapes,  # type: ignore[arg-type]
                     problems=req.problems, formats=req.formats, public=req.public,
                     fail_on=req.fail_on,
                     seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume,
@@ -178,14 +184,36 @@ def _unknown_problems(cfg: RunConfig, found: tuple[Suite, list[str]] | None) -> 
                    f"(its problems: {', '.join(suite.problems)})", err=True)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Graded:
+    report: Report
+    paths: dict[str, Path]
+    error: GraderError | None  # ReferenceFailed or VerdictGate, raised once reported
+
+
 def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
-    """Grade `req.bundle`: a tar, or a folder or one kernel file packed on the fly."""
-    with packed(req.bundle, problems=req.problems, suite=req.suite,
-                suite_roots=req.suite_roots) as got:
-        return _grade(replace(req, bundle=got.bundle, suite_roots=got.suite_roots), progress)
+    """Grade `req.bundle`: a tar, or a folder or one kernel file packed on the fly. With
+    `req.json`, one summary object goes to stdout, also when the run fails."""
+    try:
+        with packed(req.bundle, problems=req.problems, suite=req.suite,
+                    suite_roots=req.suite_roots) as got:
+            graded = _grade(replace(req, bundle=got.bundle, suite_roots=got.suite_roots),
+                            progress)
+    except GraderError as exc:
+        if req.json:
+            click.echo(RunSummary(ok=False, exit_code=exc.exit_code, error=ErrorInfo.of(exc),
+                                  practice=req.practice).model_dump_json(indent=2))
+        raise
+    if req.json:
+        paths = {fmt: str(p) for fmt, p in graded.paths.items()}
+        click.echo(run_summary(graded.report, paths, graded.error, practice=req.practice)
+                   .model_dump_json(indent=2))
+    if graded.error is not None:
+        raise graded.error
+    return graded.report
 
 
-def _grade(req: RunRequest, progress: Progress | None) -> Report:
+def _grade(req: RunRequest, progress: Progress | None) -> Graded:
     cfg = to_config(req)
     found = _suite_of(cfg) if cfg.bundle.is_file() else None
     if found is not None:
@@ -205,6 +233,8 @@ def _grade(req: RunRequest, progress: Progress | None) -> Report:
 
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
     rep = with_entry_paths(grader.run())
+    if req.practice and found is not None:
+        rep = practice_view(rep, found[0], load_hardware(rep.environment.hardware))
     progress.finish()
     # The secret behind the report's seed commitment (for the organiser, to reproduce inputs)
     # is already in out_dir/seed.secret: the checkpoint wrote it before grading began.
@@ -212,15 +242,38 @@ def _grade(req: RunRequest, progress: Progress | None) -> Report:
                  hint="every graded problem is kept in the checkpoint: free space, then run "
                  "the same command with --resume to write the reports"):
         paths = write_reports(rep, cfg.out_dir, list(cfg.formats), public=cfg.public)
-    click.echo(summary_line(rep))
+    click.echo(summary_line(rep), err=req.json)
+    if req.practice:
+        for line in diagnostics(rep):
+            click.echo(line, err=req.json)
     for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}")
+        click.echo(f"{fmt}: {path}", err=req.json)
     outdir.finish(cfg.out_dir, rep, keep_checkpoint=req.keep_checkpoint)
-    bad_reference = failed_references(rep, found[0] if found else None)
-    if bad_reference is not None:
-        raise bad_reference
-    gate_failure(rep, cfg.fail_on, cfg.out_dir)
-    return rep
+    error: GraderError | None = failed_references(rep, found[0] if found else None)
+    if error is None:
+        try:
+            gate_failure(rep, cfg.fail_on, cfg.out_dir)
+        except VerdictGate as exc:
+            error = exc
+    return Graded(report=rep, paths=paths, error=error)
+
+
+def diagnostics(rep: Report) -> list[str]:
+    """A practice run's lines per shape: verdict, fraction of roofline, detail, the error's
+    last line (the reports hold the whole excerpt)."""
+    fraction = {(s.problem, s.shape): s.s for s in (rep.scores.shapes if rep.scores else [])
+                if s.measured_s is not None}
+    out = []
+    for p in rep.problems:
+        if not p.shapes:
+            out.append(f"  {p.id}: {p.verdict}: {p.detail}")
+        for s in p.shapes:
+            f = fraction.get((p.id, s.id))
+            roof = f"{f:.1%} of roofline" if f is not None else "not timed"
+            out.append(f"  {p.id}/{s.id}: {s.verdict} ({roof}): {s.detail}")
+            last = (s.error_excerpt or "").strip().splitlines()[-1:]
+            out += [f"    error: {line}" for line in last]
+    return out
 
 
 def gate_failure(rep: Report, fail_on: frozenset[Verdict], out_dir: Path) -> None:

@@ -31,7 +31,10 @@ def _floor(shape: ShapeResult, t_roofline_s: float) -> ShapeResult:
                                     "findings": [*shape.findings, finding]})
 
 
-def score_report(report: Report, suite: Suite, profile: HardwareProfile) -> Report:
+def score_report(report: Report, suite: Suite, profile: HardwareProfile, *,
+                 include_smoke: bool | None = None) -> Report:
+    """The report with the physical floor applied and its score card; `include_smoke`
+    (default: on a non-performance profile) scores smoke shapes too."""
     problems: list[ProblemResult] = []
     for pr in report.problems:
         bundle = suite.problems[pr.id].problem
@@ -49,7 +52,8 @@ def score_report(report: Report, suite: Suite, profile: HardwareProfile) -> Repo
                           reference_s=reference_s)
     agent = report.submission.agent
     card = score(inputs, suite.weights,
-                 options=ScoreOptions(include_smoke=not profile.is_performance),
+                 options=ScoreOptions(include_smoke=not profile.is_performance
+                                      if include_smoke is None else include_smoke),
                  agent_tokens=agent.output_tokens if agent else None,
                  agent_wall_s=agent.wall_s if agent else None)
     return report.model_copy(update={"scores": card})
