@@ -24,6 +24,12 @@
 #   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
 #   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
 #                    its report named NAME (default: DIR's name and the problems)
+#   round:SUITE[:P,..[:N]]  bench/round_speed.py: a round of N entries (default 3: our Triton
+#                    solutions, the PyTorch baseline, the solutions again; for demo the two
+#                    examples) on SUITE (optionally only problems P,..), stopped at what is
+#                    left of the call less 30 s: per-entry wall time and where it went, first
+#                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
+#                    reports under $OUT/round-SUITE[-P..]/
 #   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
 #                    reference in one bare process) -> $OUT/bare.json and the table
 #   overhead         bench/overhead.py over every report graded so far in this call
@@ -110,6 +116,21 @@ for step in "${steps[@]}"; do
              opts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do opts+=(--problem "$p"); done
              grade "$dir" "$name" "${opts[@]}" ;;
+    round:*) IFS=: read -r _ suite only n <<<"$step"
+             name=round-$suite${only:+-${only//,/-}}
+             ropts=(); IFS=, read -ra ps <<<"$only"
+             for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
+             left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 30 ))
+             if [ "$left" -lt 60 ]; then echo "$step: skipped, ${left} s left"; continue; fi
+             rm -rf "/tmp/$name"
+             python3 bench/round_speed.py --suite "$suite" -n "${n:-3}" "${ropts[@]}" \
+               --device cuda --runtime host --python "$PY" --time-limit "$left" \
+               -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
+             mkdir -p "$OUT/$name"
+             for r in /tmp/"$name"/entries/*/report.json; do
+               [ -f "$r" ] && cp "$r" "$OUT/$name/$(basename "$(dirname "$r")").json"
+             done
+             cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null ;;
     bare) python3 bench/baseline_bare.py --seeds 1 --budget 1.0 -o "$OUT/bare.json" \
             2>&1 | tail -n 3
           python3 bench/baseline.py --bare "$OUT/bare.json" 2>&1 | tee "$OUT/baseline.md" ;;
