@@ -30,7 +30,7 @@ import statistics
 from pathlib import Path
 
 from grader.formats.problem import Problem
-from grader.report.model import ProblemResult, Report
+from grader.results import ProblemResult, Report
 from grader.run.checkpoint import Finished
 from grader.scoring.hardware import HardwareProfile, load_hardware
 from grader.scoring.roofline import Roofline, roofline

@@ -30,7 +30,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from grader.report.model import ProblemResult, Report
+from grader.results import ProblemResult, Report
 from grader.run.phases import AHEAD_PHASES, HARNESS_PHASES
 
 

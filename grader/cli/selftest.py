@@ -14,7 +14,7 @@ from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
-from grader.report.model import Report
+from grader.results import Report
 from grader.run.grading import Grader
 from grader.run.runner import RunRequest, to_config
 from grader.sandbox.docker_engine import DockerEngine

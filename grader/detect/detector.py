@@ -10,7 +10,7 @@ from grader.detect.findings import Finding
 from grader.detect.kernels import classify
 from grader.detect.policy import Policy
 from grader.detect.static import analyze, jit_function_names
-from grader.report.model import KernelTime, Trace
+from grader.results import KernelTime, Trace
 
 
 @dataclass(frozen=True, kw_only=True)

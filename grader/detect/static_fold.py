@@ -18,12 +18,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from grader.detect.static_scope import Scope, lookup
-
-if TYPE_CHECKING:
-    from grader.detect.static_resolve import Resolver
 
 # The device types a `torch.device` can have that name a torch module of device queries.
 DEVICE_TYPES = frozenset({"cuda", "cpu", "xpu", "npu", "mps", "mtia", "musa", "hpu"})
@@ -58,7 +55,7 @@ class Callee:
     bound: tuple[Arg, ...] = ()
 
 
-def callees(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> list[Callee]:
+def callees(resolver: Resolves, node: ast.expr, scope: Scope, depth: int) -> list[Callee]:
     """What calling `node` may call: getters and partials unwrapped, names followed."""
     out: list[Callee] = []
     todo: list[tuple[ast.expr, Scope, tuple[Arg, ...], int]] = [(node, scope, (), depth)]
@@ -93,7 +90,7 @@ def callees(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> lis
     return out
 
 
-def _getter_names(resolver: Resolver, call: ast.Call, scope: Scope, d: int,
+def _getter_names(resolver: Resolves, call: ast.Call, scope: Scope, d: int,
                   method: bool) -> tuple[set[str], bool]:
     args = call.args[:1] if method else call.args
     names: set[str] = set()
@@ -107,7 +104,7 @@ def _getter_names(resolver: Resolver, call: ast.Call, scope: Scope, d: int,
     return names, True
 
 
-def device_types(resolver: Resolver, obj: ast.expr, name: ast.expr, scope: Scope,
+def device_types(resolver: Resolves, obj: ast.expr, name: ast.expr, scope: Scope,
                  d: int) -> set[str] | None:
     """`getattr(torch, dev.type)` where `dev` is a torch.device or a tensor's `.device`:
     one of torch's device modules (Liger-Kernel's device_context). None otherwise."""
@@ -222,6 +219,14 @@ def _default(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr
 
 class Names(Protocol):
     def qualnames(self, node: ast.AST, scope: Scope, depth: int = 0) -> set[str]: ...
+
+
+class Resolves(Names, Protocol):
+    """What this module asks of the resolver (static_resolve.Resolver)."""
+
+    def strings(self, node: ast.AST, scope: Scope, depth: int = 0) -> set[str] | None: ...
+
+    def is_tensor(self, node: ast.AST, scope: Scope, depth: int = 0) -> bool: ...
 
 
 def foldable_function(resolver: Names, fn: ast.AST, scope: Scope, d: int) -> bool:

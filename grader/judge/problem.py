@@ -15,7 +15,7 @@ from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Problem, Shape
 from grader.judge.interpreter import interpreter_limit, unverified_detail
 from grader.judge.outputs import compare
-from grader.report.model import Comparison, KernelTime, ShapeResult, Timing, Trace
+from grader.results import Comparison, KernelTime, ShapeResult, Timing, Trace
 from grader.run.evidence import OutDir, ResultFile, TraceRecord
 from grader.run.jobs import Case, ContainerRun
 from grader.verdicts import Verdict, worst

@@ -7,7 +7,7 @@ path in the bundle instead (`kernels/vector_add.py`). Pure: a Report in, a Repor
 from __future__ import annotations
 
 from grader.harness.protocol import ENTRY_FILE
-from grader.report.model import ProblemResult, Report
+from grader.results import ProblemResult, Report
 
 
 def _swap(text: str | None, name: str) -> str | None:

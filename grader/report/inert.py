@@ -1,6 +1,8 @@
 """Entry text made inert for the readers CI puts behind our reports (issue 24).
 
-`render.clean_text` drops what XML forbids (NUL, ESC and the other C0 controls). CI adds
+`clean_text` drops what XML forbids (NUL, ESC and the other C0 controls, lone surrogates):
+every string that came from the entry is hostile, and those bytes break XML, confuse HTML
+parsers or fail UTF-8 encoding; all the renderers share it. CI adds
 readers of its own, and entry text reaches them through every format:
 - GitHub's runner executes a workflow command on any log line that starts with `::` (after
   blanks) or holds `##[` anywhere (Azure Pipelines: `##vso[`). A report printed in a job, or
@@ -16,8 +18,6 @@ from __future__ import annotations
 
 import re
 
-from grader.report.render import clean_text
-
 ZWSP = "\u200b"
 _INVISIBLE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # `::` after the blanks that open a line: the runner trims leading white space (.NET's set,
@@ -25,6 +25,25 @@ _INVISIBLE = re.compile("[\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]
 _LINE_COMMAND = re.compile(r"(?:^|(?<=[\r\n]))([^\S\r\n]*):(?=:)")
 _V1_COMMAND = re.compile(r"#(?=#(?:vso)?\[)", re.IGNORECASE)
 _SARIF_SPECIAL = re.compile(r"([\\\[\]])")
+
+
+# Characters XML 1.0 forbids (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF).
+# The same set is unwelcome in HTML and Markdown, so every renderer strips it.
+_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def clean_text(value: object, limit: int | None = None, *, tail: bool = False) -> str:
+    """`value` as text safe to embed anywhere: forbidden characters dropped, length capped.
+
+    With `tail`, the end is kept (the useful part of a traceback); otherwise the start.
+    """
+    text = _FORBIDDEN.sub("", str(value))
+    if limit is None or len(text) <= limit:
+        return text
+    dropped = len(text) - limit
+    if tail:
+        return f"[… {dropped} earlier characters omitted]\n" + text[-limit:]
+    return text[:limit] + f"\n[… {dropped} more characters omitted]"
 
 
 def inert_text(value: object, limit: int | None = None, *, tail: bool = False) -> str:

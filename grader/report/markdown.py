@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from grader.report.inert import inert_text
-from grader.report.model import ProblemResult, Report, ShapeResult
 from grader.report.public import NOTE
+from grader.results import ProblemResult, Report, ShapeResult
 from grader.scoring.scores import PHASES, ScoreCard
 from grader.verdicts import SEVERITY, Verdict
 

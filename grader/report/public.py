@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from grader.detect.dynamic import verdict_for
 from grader.detect.findings import Finding
-from grader.report.model import ProblemResult, Report, ShapeResult
+from grader.results import ProblemResult, Report, ShapeResult
 from grader.verdicts import Verdict
 
 # Verdicts whose excerpts a public report shows: the entry's own error, needed to fix it.

@@ -1,14 +1,13 @@
 """Write a report in the formats asked for, and read `report.json` back.
 
 This is the I/O edge of the report package: the renderers (html.py, markdown.py, junit.py)
-are pure functions from a `Report` to text. `clean_text` lives here because all three share
-it: every string that came from the entry is hostile, and some hostile bytes (NUL, lone
-surrogates, other C0 controls) break XML, confuse HTML parsers or fail UTF-8 encoding.
+are pure functions from a `Report` to text, and every string they embed that came from the
+entry goes through inert.py first.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,8 +15,12 @@ from pydantic import ValidationError
 
 from grader.detect.findings import Finding
 from grader.errors import UsageError
-from grader.report.model import Report
+from grader.report.html import render_html
+from grader.report.junit import render_junit
+from grader.report.markdown import render_markdown
 from grader.report.public import public_view
+from grader.report.sarif import to_sarif
+from grader.results import Report
 
 FORMATS: tuple[str, ...] = ("json", "html", "md", "junit", "sarif")
 
@@ -29,30 +32,8 @@ FILENAMES: dict[str, str] = {
     "sarif": "report.sarif",
 }
 
-# Characters XML 1.0 forbids (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF).
-# The same set is unwelcome in HTML and Markdown, so every renderer strips it.
-_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def clean_text(value: object, limit: int | None = None, *, tail: bool = False) -> str:
-    """`value` as text safe to embed anywhere: forbidden characters dropped, length capped.
-
-    With `tail`, the end is kept (the useful part of a traceback); otherwise the start.
-    """
-    text = _FORBIDDEN.sub("", str(value))
-    if limit is None or len(text) <= limit:
-        return text
-    dropped = len(text) - limit
-    if tail:
-        return f"[… {dropped} earlier characters omitted]\n" + text[-limit:]
-    return text[:limit] + f"\n[… {dropped} more characters omitted]"
-
 
 def _renderers(public: bool = False) -> dict[str, Callable[[Report], str]]:
-    # Imported here because the renderers import clean_text from this module.
-    from grader.report.html import render_html
-    from grader.report.junit import render_junit
-    from grader.report.markdown import render_markdown
 
     return {
         "json": lambda report: report.model_dump_json(indent=2),
@@ -67,10 +48,6 @@ def render_sarif(report: Report) -> str:
     """The run's findings as SARIF 2.1.0: static ones with their lines, each distinct
     dynamic one (per shape) against the kernel file, and a result per problem not passed
     (its verdict, error and output excerpt)."""
-    import json
-
-    from grader.report.sarif import to_sarif
-
     by_file: dict[str, list[Finding]] = {}
     for p in report.problems:
         if p.kernel_file is None:

@@ -20,7 +20,7 @@ from grader.report.inert import inert_text, sarif_text
 from grader.verdicts import NOT_JUDGED, Verdict
 
 if TYPE_CHECKING:
-    from grader.report.model import ProblemResult
+    from grader.results import ProblemResult
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (

@@ -20,7 +20,7 @@ from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
     from grader.intake.tools import BundleCheck
-    from grader.report.model import ProblemResult, Report, ShapeResult
+    from grader.results import ProblemResult, Report, ShapeResult
 
 SCHEMA_VERSION: Literal["1"] = "1"
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from grader import __version__
 from grader.errors import UsageError
 from grader.images import ensure, ensure_runtime, problem_plan
-from grader.report.model import Report
+from grader.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
 from grader.round.store import RoundDir
 from grader.run.checkpoint import atomic_write, commitment, host_fs

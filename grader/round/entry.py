@@ -12,7 +12,7 @@ from pathlib import Path
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import GraderError, UsageError
-from grader.report.model import Report
+from grader.results import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache
 from grader.run.checkpoint import CHECKPOINT_DIR

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import UsageError
-from grader.report.model import Report
+from grader.results import Report
 from grader.round.entry import Graded, grade_entry
 from grader.round.model import Manifest, ManifestEntry, Outcome
 from grader.round.store import RoundDir

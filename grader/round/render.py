@@ -15,8 +15,8 @@ import jinja2
 from markupsafe import Markup
 
 from grader.report.html import VERDICT_GROUP
+from grader.report.inert import clean_text
 from grader.report.markdown import md_text
-from grader.report.render import clean_text
 from grader.round.model import Board
 from grader.verdicts import SEVERITY, Verdict
 

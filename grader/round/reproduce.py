@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from grader.errors import UsageError
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.model import Report, ShapeResult
+from grader.results import Report, ShapeResult
 from grader.round.entries import sha256_file
 from grader.round.entry import run_grader
 from grader.round.model import Settings
@@ -39,7 +39,7 @@ from grader.run.checkpoint import commitment
 from grader.run.config import RunConfig, ShapeSelection
 from grader.run.runner import RunRequest
 from grader.run.worker import select_shapes
-from grader.scoring.scores import ShapeScore
+from grader.scoring.units import ShapeScore
 from grader.suite.load import Suite, find_suite
 
 Progress = Callable[[str], None]

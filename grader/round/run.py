@@ -25,8 +25,8 @@ import click
 from grader import __version__
 from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.model import Report
 from grader.report.render import write_reports
+from grader.results import Report
 from grader.round.board import build_board
 from grader.round.commit import (
     differences,

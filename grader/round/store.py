@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from grader.errors import UsageError
-from grader.report.model import Report
+from grader.results import Report
 from grader.round.model import Commitment, Manifest, Outcome
 from grader.run.checkpoint import atomic_write, host_fs
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from grader.errors import GraderError, RoundMismatch
-from grader.report.model import Report
+from grader.results import Report
 from grader.round.board import build_board
 from grader.round.commit import report_differences
 from grader.round.entries import sha256_file

@@ -28,7 +28,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from grader.errors import InfraError, UsageError
-from grader.report.model import ProblemResult
+from grader.results import ProblemResult
 from grader.verdicts import Verdict
 
 CHECKPOINT_DIR = ".checkpoint"

@@ -21,7 +21,7 @@ from grader.detect.detector import Detector
 from grader.errors import ExposedHostPath, InfraError, UsageError
 from grader.images import ensure_runtime
 from grader.intake.bundle import Submission, open_bundle
-from grader.report.model import (
+from grader.results import (
     Environment,
     ProblemResult,
     Report,
@@ -33,7 +33,7 @@ from grader.run.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.run.config import RunConfig
 from grader.run.jobs import Sandbox, TimingKnobs
 from grader.run.worker import Worker, derive_module_seed, derive_seed, select_shapes, start_ahead
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
 from grader.sandbox.runs import owned_run, reap_dead
@@ -66,7 +66,7 @@ def summarize(problems: list[ProblemResult]) -> Summary:
                    illusion_gap=(correct - passed) / n if n else 0.0)
 
 
-def make_sandbox(cfg: RunConfig, engine: DockerEngine, session: str, gpu_index: int = 0
+def make_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
                  ) -> Sandbox:
     """What every container of one worker shares: interpreter, GPU, host binds, timing."""
     kind = cfg.runtime.kind
@@ -129,7 +129,7 @@ def driver_binds() -> tuple[tuple[Bind, ...], tuple[tuple[str, str], ...]]:
 
 
 class Grader:
-    def __init__(self, cfg: RunConfig, engine: DockerEngine, detector: Detector,
+    def __init__(self, cfg: RunConfig, engine: ContainerEngine, detector: Detector,
                  progress: Progress) -> None:
         self.cfg = cfg
         self.engine = engine
@@ -160,8 +160,8 @@ class Grader:
         """One sandbox per worker: per GPU on --device cuda (one entry per GPU at a time), else
         --jobs of them on the CPU. Each worker has its own engine client (threads)."""
         slots = self.cfg.gpus if self.cfg.device == "cuda" else tuple(range(self.cfg.jobs))
-        return [make_sandbox(self.cfg, self.engine if i == 0 else DockerEngine(), self.session,
-                             gpu_index=slot) for i, slot in enumerate(slots)]
+        return [make_sandbox(self.cfg, self.engine if i == 0 else self.engine.clone(),
+                             self.session, gpu_index=slot) for i, slot in enumerate(slots)]
 
     def open_checkpoint(self, suite: Suite, bundle_sha256: str) -> dict[str, Finished]:
         """Start this run's checkpoint, or with --resume check and load it (and its secret)."""

@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.report.model import Report
 from grader.report.render import FILENAMES
+from grader.results import Report
 from grader.run.checkpoint import CHECKPOINT_DIR, host_fs
 from grader.verdicts import Verdict
 

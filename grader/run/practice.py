@@ -22,7 +22,7 @@ from grader.errors import UsageError
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
-    from grader.report.model import ProblemResult, Report
+    from grader.results import ProblemResult, Report
     from grader.scoring.hardware import HardwareProfile
     from grader.suite.load import Suite
 

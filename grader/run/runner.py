@@ -20,9 +20,9 @@ from grader.intake.bundle import open_bundle
 from grader.intake.packing import packed
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.entry_paths import with_entry_paths
-from grader.report.model import Report
 from grader.report.render import write_reports
 from grader.report.summaries import ErrorInfo, RunSummary, run_summary
+from grader.results import Report
 from grader.run import outdir
 from grader.run.checkpoint import host_fs
 from grader.run.config import RunConfig

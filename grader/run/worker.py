@@ -39,7 +39,7 @@ from grader.formats.problem import Shape
 from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
-from grader.report.model import ProblemResult, ShapeResult
+from grader.results import ProblemResult, ShapeResult
 from grader.run import plan as batching
 from grader.run.batch import Batch, Beside, Standby, run_entry, run_pair, run_reference
 from grader.run.config import RunConfig

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from grader.errors import UsageError
 from grader.formats.problem import Phase
-from grader.report.model import Report
+from grader.results import Report
 from grader.scoring._model import Frozen, check_comparable
 from grader.scoring.scores import PHASES
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grader.detect.findings import Finding, Layer, Severity
-from grader.report.model import ProblemResult, Report, ShapeResult
+from grader.results import ProblemResult, Report, ShapeResult
 from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import HardwareProfile, list_hardware
 from grader.scoring.roofline import roofline

@@ -26,7 +26,7 @@ from grader.scoring.scores import ScoreCard
 from grader.verdicts import NOT_JUDGED, Verdict
 
 if TYPE_CHECKING:
-    from grader.report.model import Report
+    from grader.results import Report
 
 # What must agree between the entries of one leaderboard.
 COMPARABLE = ("suite", "weights_version", "policy", "hardware")

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from grader.scoring._model import Frozen
 from grader.scoring.roofline import REGIMES, Regime
+from grader.scoring.units import ProblemScore, ShapeScore
 from grader.verdicts import NOT_JUDGED, Verdict
-
-if TYPE_CHECKING:
-    from grader.scoring.scores import ProblemScore, ShapeScore
 
 # The gates a shape passes, in order. A verdict says how far it got.
 NOT_COMPILED = frozenset({Verdict.MISSING, Verdict.COMPILE_ERROR})

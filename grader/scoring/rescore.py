@@ -16,7 +16,7 @@ from pathlib import Path
 from grader.errors import ProblemError, UsageError
 from grader.formats._base import load_toml
 from grader.formats.problem import Weights
-from grader.report.model import Report
+from grader.results import Report
 from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import HardwareProfile
 from grader.scoring.scores import ScoreOptions, score

@@ -20,7 +20,7 @@ import pytest
 
 from grader.detect.findings import Finding, Layer, Severity
 from grader.report.html import render_html
-from grader.report.model import (
+from grader.results import (
     Comparison,
     Environment,
     KernelTime,

@@ -9,8 +9,8 @@ import pytest
 
 from grader.cli.selftest import CaseResult, case_dirs, grade_case
 from grader.paths import REPO
-from grader.report.model import Report
 from grader.report.render import FORMATS, load_report, write_reports
+from grader.results import Report
 
 pytestmark = pytest.mark.docker
 GROUPS = ("grading", "fallback", "hostile")

@@ -32,7 +32,7 @@ from grader.detect.policy import load_policy
 from grader.errors import InfraError, UsageError
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
-from grader.report.model import Report
+from grader.results import Report
 from grader.run.checkpoint import Checkpoint, Finished
 from grader.run.config import RunConfig
 from grader.run.grading import Grader

@@ -22,8 +22,8 @@ from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
-from grader.report.model import Report
 from grader.report.render import FORMATS, write_reports
+from grader.results import Report
 from grader.run.config import RunConfig
 from grader.run.grading import Grader
 from grader.verdicts import Verdict

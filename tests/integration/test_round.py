@@ -33,7 +33,7 @@ import pytest
 
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
-from grader.report.model import Report
+from grader.results import Report
 from grader.round.board import build_board
 from grader.round.render import board_html
 from grader.round.store import RoundDir

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.model import (
+from grader.results import (
     Environment,
     ProblemResult,
     Report,

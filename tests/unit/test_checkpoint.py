@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import InfraError, UsageError
-from grader.report.model import ProblemResult
+from grader.results import ProblemResult
 from grader.run import checkpoint as ck
 from grader.run.checkpoint import Checkpoint, Finished, RunKey
 from grader.verdicts import Verdict

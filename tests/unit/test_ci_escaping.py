@@ -16,8 +16,8 @@ from grader.detect.findings import Finding, Layer, Severity
 from grader.report.inert import inert_text, sarif_text
 from grader.report.junit import render_junit
 from grader.report.markdown import md_text, render_markdown
-from grader.report.model import Report
 from grader.report.sarif import to_sarif
+from grader.results import Report
 
 # What an entry can put in its name, its kernel names, its errors and its stderr.
 CI_HOSTILE = (

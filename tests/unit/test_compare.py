@@ -12,14 +12,8 @@ from click.testing import CliRunner
 from grader.cli.scoring import compare as compare_cmd
 from grader.errors import UsageError
 from grader.formats.problem import Weights
-from grader.report.model import (
-    Environment,
-    Report,
-    SubmissionSummary,
-    SuiteSummary,
-    Summary,
-)
 from grader.report.render import write_reports
+from grader.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
 from grader.scoring.across import compare, comparison_text
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline_values

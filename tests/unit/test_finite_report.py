@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from grader.report.model import Comparison, ProblemResult, Timing
+from grader.results import Comparison, ProblemResult, Timing
 from grader.run.checkpoint import Checkpoint, Finished, RunKey
 from grader.verdicts import Verdict
 

@@ -24,7 +24,7 @@ from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import Policy, load_policy
 from grader.detect.static import analyze
 from grader.paths import REPO
-from grader.report.model import ProblemResult, ShapeResult
+from grader.results import ProblemResult, ShapeResult
 from grader.verdicts import Verdict
 
 SRC = REPO / "tests" / "cases" / "honest_public_src"

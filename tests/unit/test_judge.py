@@ -10,10 +10,10 @@ import torch
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
 from grader.judge.problem import judge_problem, replay_signature
-from grader.report.model import Trace
+from grader.results import Trace
 from grader.run.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
 from grader.run.jobs import Case, ContainerRun
-from grader.sandbox.docker_engine import ExitState
+from grader.sandbox.engine import ExitState
 from grader.verdicts import Verdict
 
 PROBLEM = Problem(id="add", operator="add", dtypes=["float32"], flops="n", bytes="12*n",

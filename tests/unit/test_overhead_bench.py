@@ -7,7 +7,7 @@ from suite_checks import load_module
 from test_report_render import make_report
 
 from grader.paths import REPO
-from grader.report.model import Timing
+from grader.results import Timing
 
 
 def _bench():  # type: ignore[no-untyped-def]

@@ -16,7 +16,9 @@ from grader.detect.findings import Finding, Layer, Severity
 from grader.report.html import render_html
 from grader.report.junit import render_junit
 from grader.report.markdown import render_markdown
-from grader.report.model import (
+from grader.report.public import NOTE, public_view
+from grader.report.render import render_sarif, write_reports
+from grader.results import (
     Environment,
     ProblemResult,
     Report,
@@ -25,8 +27,6 @@ from grader.report.model import (
     SuiteSummary,
     Summary,
 )
-from grader.report.public import NOTE, public_view
-from grader.report.render import render_sarif, write_reports
 from grader.verdicts import Verdict
 
 # What each problem's entry printed; the marker says whether a public report may show it.

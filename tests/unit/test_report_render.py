@@ -17,9 +17,11 @@ from grader.detect.findings import Finding, Layer, Severity
 from grader.errors import UsageError
 from grader.formats.problem import Phase, Weights
 from grader.report.html import render_html
+from grader.report.inert import clean_text
 from grader.report.junit import render_junit
 from grader.report.markdown import md_text, render_markdown
-from grader.report.model import (
+from grader.report.render import FORMATS, load_report, write_reports
+from grader.results import (
     Comparison,
     Environment,
     KernelTime,
@@ -32,7 +34,6 @@ from grader.report.model import (
     Timing,
     Trace,
 )
-from grader.report.render import FORMATS, clean_text, load_report, write_reports
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline_values
 from grader.scoring.scores import ScoreInput, score

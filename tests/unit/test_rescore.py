@@ -25,7 +25,8 @@ from grader.cli.scoring import rescore as rescore_cmd
 from grader.errors import ProblemError, UsageError
 from grader.formats.problem import Phase
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.model import (
+from grader.report.render import load_report, write_reports
+from grader.results import (
     Environment,
     ProblemResult,
     Report,
@@ -35,7 +36,6 @@ from grader.report.model import (
     Summary,
     Timing,
 )
-from grader.report.render import load_report, write_reports
 from grader.scoring.hardware import load_hardware
 from grader.scoring.rescore import load_weights, report_suite, rescore
 from grader.suite.load import load_suite

@@ -13,7 +13,8 @@ import pytest
 
 from grader.errors import UsageError
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.model import (
+from grader.report.render import write_reports
+from grader.results import (
     Environment,
     ProblemResult,
     Report,
@@ -22,7 +23,6 @@ from grader.report.model import (
     SuiteSummary,
     Timing,
 )
-from grader.report.render import write_reports
 from grader.round.commit import differences, report_differences, write_commitment
 from grader.round.model import (
     Commitment,

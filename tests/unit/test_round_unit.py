@@ -16,7 +16,8 @@ import pytest
 
 from grader.errors import EXIT_CODES, RoundMismatch
 from grader.paths import REPO
-from grader.report.model import (
+from grader.report.render import write_reports
+from grader.results import (
     Environment,
     ProblemResult,
     Report,
@@ -24,7 +25,6 @@ from grader.report.model import (
     SubmissionSummary,
     SuiteSummary,
 )
-from grader.report.render import write_reports
 from grader.round.board import build_board
 from grader.round.entries import find_entries, safe_name, sha256_file
 from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef

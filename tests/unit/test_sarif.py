@@ -69,7 +69,7 @@ def test_empty() -> None:
 
 
 def test_a_graded_problem_not_passed_is_a_result_with_its_error() -> None:
-    from grader.report.model import ProblemResult, ShapeResult
+    from grader.results import ProblemResult, ShapeResult
     from grader.verdicts import Verdict
 
     error = ('Traceback (most recent call last):\n  File "kernels/add.py", line 4, in <module>\n'

@@ -10,7 +10,7 @@ import pytest
 
 from grader.errors import ProblemError, UsageError
 from grader.formats.problem import Weight, Weights
-from grader.report.model import (
+from grader.results import (
     Environment,
     ProblemResult,
     Report,

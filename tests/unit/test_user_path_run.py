@@ -17,7 +17,7 @@ from grader.intake.packing import packed
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.report.entry_paths import with_entry_paths
 from grader.report.markdown import render_markdown
-from grader.report.model import (
+from grader.results import (
     Environment,
     ProblemResult,
     Report,

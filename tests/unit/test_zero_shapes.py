@@ -10,7 +10,7 @@ import pytest
 
 from grader.errors import VerdictGate
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.model import ProblemResult
+from grader.results import ProblemResult
 from grader.run.config import RunConfig
 from grader.run.runner import gate_failure
 from grader.run.worker import nothing_graded, select_shapes

@@ -1,4 +1,9 @@
-"""`report.json`: the versioned record of one grading run.
+"""The results every layer shares: a shape's and a problem's verdicts with their evidence
+(comparisons, timings, traces, findings), and `Report`, the versioned record of one grading
+run (`report.json`). The judge makes shape results, the run layer collects, checkpoints and
+summarises them into a Report, scoring scores it (its ScoreCard, from grader/scoring/scores.py,
+is the one type this module takes from another layer) and grader/report/ renders it; none of
+those layers imports another to reach them.
 
 Every string that came from the entry (its name, its errors, its kernel names) is hostile:
 renderers must escape it.
@@ -17,8 +22,6 @@ from grader.formats.problem import Phase
 from grader.formats.submission import AgentInfo
 from grader.scoring.scores import ScoreCard
 from grader.verdicts import Verdict
-
-SCHEMA_VERSION: Literal["1"] = "1"
 
 
 class Model(BaseModel):
@@ -108,6 +111,9 @@ class ProblemResult(Model):
     # Where the wall time went, measured on the host: image, reference, entry (container
     # start to exit), and the entry's import as it reported it.
     phases_s: dict[str, float] = Field(default_factory=dict)
+
+
+SCHEMA_VERSION: Literal["1"] = "1"
 
 
 class SubmissionSummary(Model):
