@@ -189,11 +189,13 @@ def report(report_json: Path, formats: tuple[str, ...], out_dir: Path | None, pu
 def main() -> None:
     from grader.cli import imports as cli_import
     from grader.cli import scoring as cli_scoring
+    from grader.cli import suite as cli_suite
     from grader.cli import tools as cli_tools
 
     cli_tools.register(cli)
     cli_scoring.register(cli)
     cli_import.register(cli)
+    cli_suite.register(cli)
     from grader.round import cli as cli_round  # grader round, grader round verify
 
     cli_round.register(cli)

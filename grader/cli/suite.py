@@ -1,0 +1,99 @@
+"""`grader suite check`: the organisers' check of a suite before entries meet it."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from grader.suite.check import SuiteCheck
+
+
+@click.group()
+def suite() -> None:
+    """Check a suite (for organisers)."""
+
+
+def _lines(result: SuiteCheck) -> list[str]:
+    from grader.verdicts import Verdict
+
+    out = [f"{'ok ' if s.verdict is Verdict.PASSED else 'BAD'} {s.problem}/{s.shape}: "
+           f"{s.verdict} - {s.detail}" for s in result.shapes]
+    for s in result.shapes:
+        if s.verdict is not Verdict.PASSED and s.excerpt:
+            out.append(f"--- {s.problem}/{s.shape}: the reference's error (its end) ---")
+            out += s.excerpt.strip().splitlines()[-12:]
+    out += [f"BAD roofline {line}" for line in result.roofline]
+    out.append(f"{'BAD' if result.kit else 'ok '} release kit: "
+               + (result.kit or f"builds ({result.kit_bytes} bytes), nothing hidden in it"))
+    passed = sum(1 for s in result.shapes if s.verdict is Verdict.PASSED)
+    out.append(f"suite {result.suite}: {passed}/{len(result.shapes)} shape(s) sound, "
+               f"{len(result.roofline)} roofline error(s), kit "
+               f"{'refused' if result.kit else 'ok'}")
+    return out
+
+
+@suite.command("check")
+@click.argument("suite_name", metavar="SUITE")
+@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+@click.option("--problem", "problems", multiple=True, help="Check only these problems.")
+@click.option("--shapes", type=click.Choice(["all", "smoke", "scored"]), default="all",
+              show_default=True, help="Which shapes to run the references on.")
+@click.option("--seeds", type=click.IntRange(1, 8), default=1, show_default=True,
+              help="Input sets per shape (each run twice).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
+              show_default=True, help="As for grader run.")
+@click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
+@click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
+              help="Wall-clock limit of each reference container, seconds (default 600).")
+def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[str, ...],
+                shapes: str, seeds: int, device: str, runtime: str, python: str | None,
+                timeout: float | None) -> None:
+    """Run every reference on every shape in containers (twice: determinism, and within its
+    own tolerance), evaluate the roofline expressions, build the release kit. Exit 21 when a
+    reference is at fault (reference_error), 20 for an expression or the kit, 30 when only
+    the machinery failed."""
+    from grader.errors import UsageError
+    from grader.images import ensure_runtime
+    from grader.paths import PROBLEM_BUNDLES
+    from grader.run.grading import make_sandbox
+    from grader.run.runner import RunRequest, to_config
+    from grader.sandbox.docker_engine import DockerEngine
+    from grader.suite.check import Runner, check_suite
+    from grader.suite.load import find_suite
+
+    found = find_suite(suite_name, list(suite_roots) or [PROBLEM_BUNDLES])
+    unknown = sorted(set(problems) - set(found.problems))
+    if unknown:
+        raise UsageError(f"--problem {unknown[0]!r} is not in suite {found.id}",
+                         hint=f"its problems: {', '.join(found.problems)}")
+    cfg = to_config(RunRequest(bundle=Path("-"), out_dir=Path("."), device=device,
+                               runtime=runtime, python=python))
+    limits = cfg.reference_limits
+    if timeout is not None:
+        limits = replace(limits, wall_s=timeout)
+    engine = DockerEngine()
+    tag = ensure_runtime(engine, cfg.runtime).tag
+
+    def make_runner(session: str) -> Runner:
+        sandbox = replace(make_sandbox(cfg, engine, session), timing=None)
+        return Runner(sandbox=sandbox, limits=limits, runtime_tag=tag, suite_id=found.id,
+                      seeds=seeds, secret=secrets.token_bytes(32))
+
+    result = check_suite(found, problems=problems, shapes=shapes, make_runner=make_runner,
+                         say=lambda msg: click.echo(f"[suite check] {msg}", err=True))
+    for line in _lines(result):
+        click.echo(line)
+    error = result.error()
+    if error is not None:
+        raise error
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(suite)

@@ -1,0 +1,245 @@
+"""`grader suite check SUITE`: is the suite itself sound, before any entry is graded against it
+(issue 23: a reference that failed made every entry `infra_error`).
+
+For each problem of the suite (or those named):
+- its reference.py parses (runner.check_references);
+- its `flops` and `bytes` expressions evaluate for every shape, to finite numbers (bytes > 0);
+- its reference runs on every selected shape, in containers: the same problem image and
+  sandbox as grading (the CPU interpreter here, or a GPU), twice with the same seeds;
+  determinism: both runs give bit-equal inputs and outputs; tolerance: where they differ,
+  the second run is within the problem's tolerance of the first (a reference that cannot
+  match itself cannot grade an entry);
+and once for the suite: the release kit builds (nothing hidden in it).
+
+A reference at fault (it raised, or does not match itself within its tolerance) is
+`reference_error`, the suite's verdict, never `infra_error`; a run stopped from outside
+(timeout, memory, disk) is `infra_error`. The command exits 21 (ReferenceFailed) when a
+reference is at fault, 20 (ProblemError) for an expression or the kit, 30 (InfraError) when
+only the machinery failed.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.errors import GraderError, InfraError, ProblemError, ReferenceFailed
+from grader.formats.problem import Shape
+from grader.suite.load import ProblemBundle, Suite
+from grader.verdicts import Verdict
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShapeCheck:
+    problem: str
+    shape: str
+    verdict: Verdict  # passed, reference_error or infra_error
+    detail: str
+    excerpt: str | None = None
+
+
+@dataclass(kw_only=True)
+class SuiteCheck:
+    suite: str
+    shapes: list[ShapeCheck] = field(default_factory=list)
+    roofline: list[str] = field(default_factory=list)  # "problem/shape: why"
+    kit: str | None = None  # why the release kit does not build; None: it builds
+    kit_bytes: int = 0
+    references: dict[str, str] = field(default_factory=dict)  # problem -> its reference.py
+
+    @property
+    def ok(self) -> bool:
+        return (not self.roofline and self.kit is None
+                and all(s.verdict is Verdict.PASSED for s in self.shapes))
+
+    def error(self) -> GraderError | None:
+        """The error the command exits with, or None when the suite is sound."""
+        bad = sorted({s.problem for s in self.shapes if s.verdict is Verdict.REFERENCE_ERROR})
+        if bad:
+            where = [self.references.get(p, f"{p}/reference.py") for p in bad]
+            return ReferenceFailed(
+                f"suite {self.suite}: the reference of {', '.join(bad)} is at fault "
+                f"(reference_error above): {', '.join(where)}",
+                hint="fix each reference.py named; `grader roofline derive PROBLEM_DIR "
+                "--device cpu` runs one outside containers")
+        if self.roofline or self.kit:
+            what = self.roofline[:3] + ([f"release kit: {self.kit}"] if self.kit else [])
+            return ProblemError(f"suite {self.suite}: " + "; ".join(what),
+                                hint="fix problem.toml's flops/bytes expressions, or the text "
+                                "the kit would leak")
+        if any(s.verdict is Verdict.INFRA_ERROR for s in self.shapes):
+            return InfraError(f"suite {self.suite}: some reference runs were stopped from "
+                              "outside their code (infra_error above)",
+                              hint="free memory or disk, or raise --timeout, and check again")
+        return None
+
+
+def roofline_errors(bundle: ProblemBundle) -> list[str]:
+    """`problem/shape: why` for each shape whose FLOP or byte count does not evaluate."""
+    from grader.scoring.roofline import work
+
+    out = []
+    for shape in bundle.problem.shapes:
+        try:
+            flops, nbytes = work(bundle.problem, shape)
+        except (ProblemError, ValueError, ArithmeticError, TypeError) as exc:
+            out.append(f"{bundle.id}/{shape.id}: {getattr(exc, 'message', exc)}")
+            continue
+        if not (math.isfinite(flops) and flops >= 0 and math.isfinite(nbytes) and nbytes > 0):
+            out.append(f"{bundle.id}/{shape.id}: flops={flops:g}, bytes={nbytes:g} (need "
+                       "finite flops >= 0 and bytes > 0)")
+    return out
+
+
+def kit_error(suite: Suite) -> tuple[str | None, int]:
+    """Why the release kit does not build (None when it does), and its size."""
+    from grader.scoring.release import build_kit
+
+    try:
+        return None, len(build_kit(suite))
+    except GraderError as exc:
+        return exc.message, 0
+
+
+def _bits_equal(a: Any, b: Any) -> bool:
+    """The same values, bit for bit (NaNs included), through lists, tuples and dicts."""
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        return bool(torch.equal(a.contiguous().reshape(-1).view(torch.uint8),
+                                b.contiguous().reshape(-1).view(torch.uint8)))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_bits_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_bits_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) or (a != a and b != b)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runner:
+    """Runs a problem's reference in containers (the grading's images and sandbox)."""
+
+    sandbox: Any  # grader.run.jobs.Sandbox
+    limits: Any  # grader.sandbox.spec.Limits, the reference's base limits
+    runtime_tag: str
+    suite_id: str
+    seeds: int
+    secret: bytes
+    budget_bytes: int = 8 << 30
+
+    def batches(self, bundle: ProblemBundle, shapes: list[Shape]) -> Iterator[list[Any]]:
+        """The cases of `shapes` in batches whose inputs fit the budget (run/plan.py)."""
+        from grader.run import plan
+        from grader.run.jobs import Case
+        from grader.run.worker import derive_module_seed, derive_seed
+
+        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
+                 for s in shapes for k in range(self.seeds)]
+        if bundle.problem.interface == "module":
+            cases = [Case(id=c.id, shape=c.shape, seed=c.seed,
+                          module_seed=derive_module_seed(self.secret, c.seed)) for c in cases]
+        per_shape = {s.id: self.seeds for s in shapes}
+        for part in plan.batches(bundle.problem, shapes, per_shape, self.budget_bytes):
+            ids = {s.id for s in part}
+            yield [c for c in cases if c.shape.id in ids]
+
+    def check(self, bundle: ProblemBundle, shapes: list[Shape], say: Say) -> list[ShapeCheck]:
+        from grader.images import ensure, problem_plan
+
+        say(f"{bundle.id}: image")
+        image = ensure(self.sandbox.engine, problem_plan(self.runtime_tag, self.suite_id,
+                                                         bundle)).tag
+        out: list[ShapeCheck] = []
+        for cases in self.batches(bundle, shapes):
+            say(f"{bundle.id}: reference, twice ({len(cases)} cases)")
+            out += self._batch(bundle, image, cases)
+        return out
+
+    def _batch(self, bundle: ProblemBundle, image: str, cases: list[Any]) -> list[ShapeCheck]:
+        from grader.judge.problem import reference_failure
+        from grader.run import plan
+        from grader.run.batch import run_reference
+
+        shapes = list({c.shape.id: c.shape for c in cases}.values())
+        per_shape = {s.id: self.seeds for s in shapes}
+        limits = plan.reference_limits(self.limits, bundle.problem, shapes, per_shape)
+        with run_reference(self.sandbox, image, cases, limits, bundle.problem) as (first, _), \
+                run_reference(self.sandbox, image, cases, limits, bundle.problem) as (second, _):
+            for run in (first, second):
+                failure = reference_failure(run, cases)
+                if failure is not None:
+                    verdict, detail, excerpt = failure
+                    return [ShapeCheck(problem=bundle.id, shape=s.id, verdict=verdict,
+                                       detail=detail, excerpt=excerpt) for s in shapes]
+            return [self._compare(bundle, s, [c for c in cases if c.shape.id == s.id], first,
+                                  second, limits.output_bytes) for s in shapes]
+
+    @staticmethod
+    def _compare(bundle: ProblemBundle, shape: Shape, cases: list[Any], first: Any,
+                 second: Any, max_bytes: int) -> ShapeCheck:
+        from grader.judge.outputs import compare
+
+        notes = []
+        for case in cases:
+            for kind in ("in", "ref"):
+                a = first.out.load_tensors(case.id, kind, max_bytes)
+                b = second.out.load_tensors(case.id, kind, max_bytes)
+                what = "inputs (make_inputs)" if kind == "in" else "outputs"
+                if isinstance(a, str) or isinstance(b, str):
+                    return ShapeCheck(problem=bundle.id, shape=shape.id,
+                                      verdict=Verdict.REFERENCE_ERROR,
+                                      detail=f"case {case.id}: {a if isinstance(a, str) else b}")
+                if _bits_equal(a, b):
+                    continue
+                outcome = compare(a, b, bundle.problem)
+                if not outcome.ok:
+                    return ShapeCheck(
+                        problem=bundle.id, shape=shape.id, verdict=Verdict.REFERENCE_ERROR,
+                        detail=f"case {case.id}: two runs with the same seed gave {what} "
+                        f"beyond the problem's tolerance: {outcome.detail}")
+                notes.append(f"{what} differ within the tolerance")
+        detail = (f"deterministic: {len(cases)} seed(s) gave bit-equal inputs and outputs "
+                  "twice" if not notes else "not bit-for-bit deterministic, "
+                  f"{sorted(set(notes))[0]}: acceptable, but entries are compared to one run")
+        return ShapeCheck(problem=bundle.id, shape=shape.id, verdict=Verdict.PASSED,
+                          detail=detail)
+
+
+def select(bundle: ProblemBundle, shapes: str) -> list[Shape]:
+    every = list(bundle.problem.shapes)
+    if shapes == "smoke":
+        return [s for s in every if s.smoke]
+    if shapes == "scored":
+        return [s for s in every if not s.smoke]
+    return every
+
+
+def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "all",
+                make_runner: Callable[[str], Any], say: Say) -> SuiteCheck:
+    """Every check above; `make_runner(session)` gives the Runner (its sandbox's session)."""
+    from grader.run.runner import check_references
+    from grader.sandbox.runs import owned_run
+
+    todo = [b for pid, b in suite.problems.items() if not problems or pid in problems]
+    check_references(suite, [b.id for b in todo])
+    result = SuiteCheck(suite=suite.id, references={
+        b.id: str(b.directory / "reference.py") for b in todo})
+    for bundle in todo:
+        result.roofline += roofline_errors(bundle)
+    result.kit, result.kit_bytes = kit_error(suite)
+    session = uuid.uuid4().hex[:12]
+    with owned_run(session):
+        runner = make_runner(session)
+        try:
+            for bundle in todo:
+                result.shapes += runner.check(bundle, select(bundle, shapes), say)
+        finally:
+            runner.sandbox.engine.reap(session)
+    return result
