@@ -26,7 +26,7 @@ import jinja2
 from grader.errors import ImageBuildError, UsageError
 from grader.harness import protocol
 from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.engine import ContainerEngine
 from grader.suite.load import ProblemBundle
 
 RuntimeKind = Literal["cpu", "cuda", "host"]
@@ -158,7 +158,7 @@ def _stage_context(plan: BuildPlan, into: Path) -> None:
             shutil.copyfile(src, dst)
 
 
-def make_rootfs(engine: DockerEngine, tag: str) -> str:
+def make_rootfs(engine: ContainerEngine, tag: str) -> str:
     """debootstrap a minimal Debian with python3 and import it as `tag` (needs root)."""
     if shutil.which("debootstrap") is None:
         raise ImageBuildError("debootstrap is not installed",
@@ -189,7 +189,7 @@ class Ensured:
     built: bool
 
 
-def ensure(engine: DockerEngine, plan: BuildPlan) -> Ensured:
+def ensure(engine: ContainerEngine, plan: BuildPlan) -> Ensured:
     """The image of `plan`, built only when no image has its tag yet."""
     existing = engine.image_id(plan.tag)
     if existing is not None:
@@ -221,7 +221,7 @@ def host_skeleton() -> tuple[str, bytes]:
     return f"{HOST_SKELETON_REPO}:{hashlib.sha256(data).hexdigest()[:16]}", data
 
 
-def make_host_skeleton(engine: DockerEngine, tag: str, data: bytes) -> str:
+def make_host_skeleton(engine: ContainerEngine, tag: str, data: bytes) -> str:
     """Import the host-runtime image (host_skeleton), to be run with the host's toolchain
     bound read-only."""
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
@@ -230,7 +230,7 @@ def make_host_skeleton(engine: DockerEngine, tag: str, data: bytes) -> str:
         return engine.import_rootfs(path, tag, kind="runtime-host")
 
 
-def ensure_runtime(engine: DockerEngine, cfg: RuntimeConfig) -> Ensured:
+def ensure_runtime(engine: ContainerEngine, cfg: RuntimeConfig) -> Ensured:
     if cfg.kind == "host":
         tag, data = host_skeleton()
         existing = engine.image_id(tag)

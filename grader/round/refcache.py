@@ -32,7 +32,7 @@ from grader.run import plan as batching
 from grader.run.batch import Beside, run_entry
 from grader.run.evidence import read_out_dir
 from grader.run.jobs import Case, ContainerRun
-from grader.sandbox.docker_engine import ExitState
+from grader.sandbox.engine import ExitState
 
 if TYPE_CHECKING:
     from grader.run.worker import Planned, Worker

@@ -37,7 +37,7 @@ from grader.run.jobs import (
     write_job,
 )
 from grader.sandbox.capped import capped_dir
-from grader.sandbox.docker_engine import POLL_S, ExitState, RunningContainer
+from grader.sandbox.engine import POLL_S, Container, ExitState
 from grader.sandbox.spec import Limits, Role
 
 # The longest a standby's containers may take to reach their gates (a cold `import torch` on a
@@ -77,7 +77,7 @@ def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref
         yield entry_run(exit_state, out_dir)
 
 
-def _ready(ent: RunningContainer) -> bool:
+def _ready(ent: Container) -> bool:
     """Whether the entry's harness has sent "ready" (its warden relays it on stdout: nothing
     the entry writes can stand in for it, harness/warden.py)."""
     return read_frames(ent.stdout()).ready is not None
@@ -112,7 +112,7 @@ class Standby:
     entry's file or reads an input, and run_pair holds the timed loops of the batch it runs
     beside until this one is `idle`, so that nothing of it but a sleeping poll shares the
     host with a timed loop. The wait is not counted against either container's wall-clock
-    limit (RunningContainer.rebase). Ungated: what run_pair starts itself when it has no
+    limit (Container.rebase). Ungated: what run_pair starts itself when it has no
     standby.
     """
 
@@ -223,7 +223,7 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
     inputs and expected outputs. The entry's job is delivered once both are done; on a GPU
     the reference holds its timed loop until the entry's container has exited, so that no
     entry code shares the GPU with it. Time either container spends held by the other is
-    not counted against its wall-clock limit (RunningContainer.extend).
+    not counted against its wall-clock limit (Container.extend).
 
     `standby`: this batch's containers started ahead (`Standby(sb, batch)`), released here
     (started afresh if they are no longer usable); closed on return either way. `beside`:

@@ -32,7 +32,7 @@ from grader.harness.protocol import (
 from grader.run.channel import Frames
 from grader.run.evidence import OutDir
 from grader.sandbox.capped import private_dir, resize
-from grader.sandbox.docker_engine import DockerEngine, ExitState
+from grader.sandbox.engine import ContainerEngine, ExitState
 from grader.sandbox.runs import run_folder
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 
@@ -72,7 +72,7 @@ class ContainerRun:
 class Sandbox:
     """What every container of this run shares."""
 
-    engine: DockerEngine
+    engine: ContainerEngine
     session: str
     python: str
     device: str

@@ -1,7 +1,9 @@
 """The Docker engine: the only module that imports `docker`.
 
-Everything that starts a container labels it with the session and removes it in `finally`;
-`reap()` finds what a crashed grader left behind by those labels.
+`DockerEngine` implements engine.ContainerEngine, `RunningContainer` engine.Container (the run
+layer knows only those protocols). Everything that starts a container labels it with the
+session and removes it in `finally`; `reap()` finds what a crashed grader left behind by those
+labels.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import requests.exceptions
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from grader.errors import DockerUnavailable, ImageBuildError, InfraError
+from grader.sandbox.engine import POLL_S, ExitState
 from grader.sandbox.spec import ROLE_LABEL, SESSION_LABEL, ContainerSpec
 
 IMAGE_LABEL = "grader.image"
-POLL_S = 0.05
 # What the SDK raises when the engine fails or stops answering mid-run (APIError is both).
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 ENGINE_HINT = ("check the engine (`grader doctor`), then run the same command with --resume: "
@@ -38,18 +40,6 @@ def engine_errors(what: str) -> Iterator[None]:
     except ENGINE_ERRORS as exc:
         raise InfraError(f"the Docker engine failed while {what}: {exc}",
                          hint=ENGINE_HINT) from None
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExitState:
-    exit_code: int | None  # None when killed by us for the wall-clock limit
-    timed_out: bool
-    oom_killed: bool
-    wall_s: float  # start to exit, less the time it was held (RunningContainer.extend)
-    logs: str  # stdout+stderr (stderr alone for a channel's container), at most log_bytes
-    logs_truncated: bool
-    held_s: float = 0.0
-    stdout: bytes = b""  # a channel's frames (spec.stdout_bytes > 0), read at exit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +113,11 @@ class DockerEngine:
                 f"no Docker engine answers: {exc}",
                 hint="start one (as root: `bash scripts/setup.sh`), or set DOCKER_HOST",
             ) from None
+
+    def clone(self) -> DockerEngine:
+        """A client of its own, for another worker thread (from the environment, as the
+        first)."""
+        return DockerEngine()
 
     # -- facts ---------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:

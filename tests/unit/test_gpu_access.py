@@ -114,6 +114,9 @@ class FakeEngine:
     def info(self) -> dict[str, object]:
         return {"Runtimes": self.runtimes}
 
+    def clone(self) -> FakeEngine:  # each worker's own client
+        return FakeEngine(self.runtimes)
+
 
 @pytest.fixture()
 def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,7 +137,6 @@ def test_each_gpu_gets_its_own_node_and_the_shared_ones_never_the_others() -> No
 @pytest.mark.usefixtures("two_gpus")
 def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
-    monkeypatch.setattr(grade, "DockerEngine", FakeEngine)  # each worker's own client
     monkeypatch.setattr(grade, "driver_libraries", lambda: {"libcuda.so.1": "/lib/libcuda.so"})
     # The host runtime's binds come from running the host's interpreter (host_runtime.py,
     # tested in test_host_binds.py and tests/integration/test_host_runtime.py).

@@ -1,0 +1,329 @@
+"""The run layer without Docker: a batch's containers on an engine that plays them
+(fake_engine.FakeEngine implements grader.sandbox.engine.ContainerEngine). What a problem's
+plan gives each container, the order of the handshake, what is removed when something fails,
+and the verdict a dying container comes to. tests/integration has the same on the real
+engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from fake_engine import KERNEL, FakeContainer, FakeEngine, Script, Steps, entry, reference
+
+from grader.detect.detector import Detector
+from grader.detect.policy import load_policy
+from grader.errors import InfraError
+from grader.formats.problem import Problem, Shape
+from grader.harness.protocol import (
+    BOOT,
+    ENTRY,
+    ENTRY_MODE,
+    GATE_FILE,
+    IN,
+    JOB_FILE,
+    LOG_BYTES_ENV,
+    OUT,
+    PROBLEM,
+    REFERENCE_MODE,
+    STDOUT_BYTES,
+)
+from grader.judge.problem import judge_problem, reference_failure
+from grader.paths import PROBLEM_BUNDLES
+from grader.results import ShapeResult
+from grader.run import batch as run_batch
+from grader.run import plan
+from grader.run.batch import Batch, Beside, Pair, Standby, run_entry, run_pair, run_reference
+from grader.run.channel import read_frames
+from grader.run.jobs import CODE, Case, ContainerRun, Sandbox, TimingKnobs
+from grader.sandbox import capped
+from grader.sandbox.engine import Container, ContainerEngine
+from grader.sandbox.spec import Limits, Role
+from grader.suite.load import find_suite
+from grader.verdicts import Verdict
+
+PYTHON = "/opt/venv/bin/python3"
+
+
+@pytest.fixture(autouse=True)
+def _quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Plain folders for the caps (mounting a tmpfs is the integration tests' business), and
+    # no wait between looks at a container.
+    monkeypatch.setattr(capped, "can_mount", lambda: False)
+    monkeypatch.setattr(run_batch, "POLL_S", 0.0)
+    monkeypatch.setattr("fake_engine.POLL_S", 0.0)
+
+
+@pytest.fixture(scope="module")
+def problem() -> Problem:
+    return find_suite("demo", [PROBLEM_BUNDLES]).problems["vector_add"].problem
+
+
+def _engine(ref: Script | None = None, ent: Script | list[Script] | None = None,
+            **kw: Any) -> FakeEngine:
+    ents = ent if isinstance(ent, list) else [ent or entry()]
+    return FakeEngine({Role.REFERENCE: [ref or reference()], Role.ENTRY: ents}, **kw)
+
+
+def _sandbox(engine: FakeEngine, *, timed: bool = False) -> Sandbox:
+    return Sandbox(engine=engine, session="unit", python=PYTHON, device="cpu",
+                   timing=TimingKnobs(sets_per_shape=2) if timed else None)
+
+
+def _cases(sb: Sandbox, shapes: list[Shape], seeds: int = 2) -> list[Case]:
+    cases = [Case(id=f"{s.id}.{k}", shape=s, seed=100 * n + k)
+             for n, s in enumerate(shapes) for k in range(seeds)]
+    if sb.timing is not None:
+        cases += [Case(id=f"{s.id}.t{k}", shape=s, seed=1000 + 100 * n + k, timing=True)
+                  for n, s in enumerate(shapes) for k in range(sb.timing.sets_per_shape)]
+    return cases
+
+
+def _batch(tmp_path: Path, problem: Problem, sb: Sandbox, shapes: list[Shape], **kw: Any
+           ) -> Batch:
+    """A batch as the worker makes one: the caps from the problem's count of bytes."""
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("def kernel(x, y):\n    return x + y\n")
+    cases = _cases(sb, shapes)
+    per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
+    limits: dict[str, Any] = {
+        "ref_limits": plan.reference_limits(Limits(), problem, shapes, per_shape),
+        "entry_limits": plan.entry_limits_from_count(Limits(), problem, shapes, per_shape)}
+    return Batch(image="grader-problem-demo-vector_add:x", kernel_file=kernel, cases=cases,
+                 problem=problem, **{**limits, **kw})
+
+
+def _judge(problem: Problem, batch: Batch, reference_run: ContainerRun, entry_run: ContainerRun,
+           limits: Limits) -> list[ShapeResult]:
+    shapes = list({c.shape.id: c.shape for c in batch.cases}.values())
+    return judge_problem(problem=problem, shapes=shapes, cases=batch.cases,
+                         reference=reference_run, entry=entry_run, static=[],
+                         own_kernels={KERNEL}, tracer=Detector(policy=load_policy("triton")),
+                         max_output_bytes=limits.output_bytes)
+
+
+def _pair(sb: Sandbox, batch: Batch, problem: Problem, **kw: Any
+          ) -> tuple[Pair, list[ShapeResult] | None]:
+    with run_pair(sb, batch, **kw) as pair:
+        got = None if pair.entry is None else _judge(problem, batch, pair.reference,
+                                                     pair.entry, pair.entry_limits)
+    return pair, got
+
+
+def _folders(engine: FakeEngine) -> list[Path]:
+    return [p for c in engine.started for p in (c.in_dir, c.out_dir)]
+
+
+def test_the_real_engine_and_the_fake_implement_the_protocols() -> None:
+    from grader.sandbox.docker_engine import DockerEngine, RunningContainer
+
+    assert issubclass(DockerEngine, ContainerEngine) and issubclass(RunningContainer, Container)
+    assert issubclass(FakeEngine, ContainerEngine) and issubclass(FakeContainer, Container)
+
+
+def test_a_problem_plans_batches_and_each_container_its_spec(tmp_path: Path,
+                                                            problem: Problem) -> None:
+    shapes = problem.shapes
+    per_shape = {s.id: 2 for s in shapes}
+    # 1 MiB: the smoke shape's two cases fit, each production shape is a batch of its own.
+    assert [[s.id for s in part] for part in plan.batches(problem, shapes, per_shape, 1 << 20)
+            ] == [["smoke_4099"], ["residual_prefill"], ["residual_decode"]]
+    engine = _engine()
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, [shapes[0]])
+    pair, results = _pair(sb, batch, problem)
+    ref, ent = engine.of(Role.REFERENCE), engine.of(Role.ENTRY)
+    assert len(ref) == len(ent) == 1
+    ref_spec, ent_spec = ref[0].spec, ent[0].spec
+    assert ref_spec.command == [PYTHON, "-I", BOOT, REFERENCE_MODE]
+    assert ent_spec.command == [PYTHON, "-I", BOOT, ENTRY_MODE]
+    assert ref_spec.image == ent_spec.image == batch.image
+    assert {b.container for b in ref_spec.binds} == {IN, OUT} and ref_spec.masks == ()
+    # The entry: its code read-only, the reference masked, its frames on stdout.
+    assert {b.container: b.read_only for b in ent_spec.binds} == {ENTRY: True, IN: True,
+                                                                  OUT: False}
+    assert ent_spec.masks == (PROBLEM,) and ent_spec.stdout_bytes == STDOUT_BYTES
+    assert ent_spec.env[LOG_BYTES_ENV] == str(batch.entry_limits.log_bytes)
+    assert ref_spec.limits == batch.ref_limits and ent_spec.limits == batch.entry_limits
+    assert ref_spec.session == ent_spec.session == "unit"
+    # Imported before any input or job was there: its folder held its code alone.
+    assert ent[0].seen_at_import == [CODE]
+    assert engine.events.index("entry: job") > engine.events.index("reference: cases done")
+    assert pair.entry is not None and pair.entry.frames is not None
+    assert pair.entry.frames.ready is not None and pair.entry_limits is batch.entry_limits
+    assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_timed_loops_wait_for_the_entry_to_exit(tmp_path: Path, problem: Problem) -> None:
+    engine = _engine()
+    sb = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    _pair_result, results = _pair(sb, batch, problem)
+    ev = engine.events
+    # The reference's timed loop starts only once no entry code runs any more.
+    assert ev.index("entry: exit 0") < ev.index("reference: go")
+    assert "entry: traced" not in ev  # nothing beside it to wait for: never held
+    assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
+    assert results[0].timing is not None and results[0].timing.median_us == 10.0
+    assert results[0].reference_timing is not None
+    assert engine.left() == []
+
+
+def test_standbys_wait_at_their_gates_and_hold_the_timed_loops_beside(
+        tmp_path: Path, problem: Problem) -> None:
+    engine = _engine()
+    sb = _sandbox(engine, timed=True)
+    first = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    (tmp_path / "next").mkdir()
+    second = _batch(tmp_path / "next", problem, sb, problem.shapes[2:])
+    ahead = Standby(sb, second)  # its harnesses make their first step beside the batch
+    with run_pair(sb, first, beside=Beside((ahead,))) as pair:
+        assert pair.entry is not None
+    gated = engine.started[:2]  # the standby's, started first
+    assert [(c.role, c.gated) for c in gated] == [(Role.REFERENCE, True), (Role.ENTRY, True)]
+    ev = engine.events
+    gates = max(ev.index("reference: at the gate"), ev.index("entry: at the gate"))
+    # The entry's job said "hold" (the standby was not at its gates yet): traced, then timed
+    # once both were; no timed loop of the batch ran before.
+    assert gates < ev.index("entry: traced") < ev.index("entry: timed")
+    assert ev.index("reference: go") > gates
+    assert ahead.idle() and ahead.usable()
+    # At its gate the entry has not imported its module: no ready frame, no job, no input.
+    frames = read_frames(gated[1].stdout())
+    assert frames.standby is not None and frames.ready is None
+    assert [p.name for p in ahead.ent_in.iterdir()] == [CODE]
+    assert [p.name for p in ahead.ref_out.iterdir()] == [GATE_FILE]
+    with run_pair(sb, second, standby=ahead) as pair:
+        assert pair.entry is not None
+        got = _judge(problem, second, pair.reference, pair.entry, pair.entry_limits)
+    assert [r.verdict for r in got] == [Verdict.PASSED]
+    assert len(engine.started) == 4  # the standby's containers ran the second batch
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_one_container_after_the_other(tmp_path: Path, problem: Problem) -> None:
+    engine = _engine()
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    with run_reference(sb, batch.image, batch.cases, batch.ref_limits, problem) as (ref, ref_dir):
+        assert engine.left() == []  # the reference exited and was removed
+        limits = plan.entry_limits(Limits(), ref_dir, [c.id for c in batch.cases])
+        with run_entry(sb, batch.image, batch.kernel_file, batch.cases, ref_dir, limits,
+                       problem) as ent:
+            got = _judge(problem, batch, ref, ent, limits)
+    assert engine.of(Role.ENTRY)[0].seen_at_import == [CODE]
+    assert engine.of(Role.ENTRY)[0].spec.limits == limits
+    assert [r.verdict for r in got] == [Verdict.PASSED]
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_outputs_larger_than_counted_run_the_entry_again_after(tmp_path: Path,
+                                                              problem: Problem) -> None:
+    engine = _engine()
+    sb = _sandbox(engine)
+    tiny = Limits(output_bytes=4096)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1], entry_limits=tiny)
+    pair, results = _pair(sb, batch, problem)
+    first, again = engine.of(Role.ENTRY)
+    # The first was stopped before its job; the second ran after the reference had exited.
+    assert first.spec.limits == tiny and engine.events.count("entry: job") == 1
+    killed = first.poll()
+    assert killed is not None and killed.exit_code == 137
+    assert engine.events.index("reference: exit 0") < engine.events.index("entry: job")
+    assert again.spec.limits == pair.entry_limits
+    assert pair.entry_limits.output_bytes > tiny.output_bytes
+    assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
+    assert engine.left() == []
+
+
+DYING = {
+    "killed at import": (entry(dies="import"), Verdict.RUNTIME_ERROR,
+                         "died while importing (exit 137)"),
+    "out of memory at import": (entry(dies="import", oom=True), Verdict.RESOURCE_LIMIT,
+                                "killed by the memory limit"),
+    "import failed": (entry(ready_ok=False), Verdict.COMPILE_ERROR,
+                      "importing the kernel file failed"),
+    "dies in its calls": (entry(dies="calls", exit_code=1), Verdict.RUNTIME_ERROR,
+                          "died before finishing (exit 1)"),
+    "never ends": (entry(hangs=True), Verdict.TIMEOUT, "wall-clock limit"),
+    "a ready file": (entry(ready_file=True), Verdict.TAMPERING,
+                     "ready.json in the output directory"),
+    "wrong outputs": (entry(compute=torch.sub), Verdict.INCORRECT, "seed"),
+}
+
+
+@pytest.mark.parametrize("script,verdict,detail", DYING.values(), ids=DYING.keys())
+def test_a_container_that_goes_wrong_gets_its_verdict(tmp_path: Path, problem: Problem,
+                                                      script: Script, verdict: Verdict,
+                                                      detail: str) -> None:
+    engine = _engine(ent=script)
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1],
+                   entry_limits=plan.entry_limits_from_count(
+                       Limits(wall_s=0.5), problem, problem.shapes[:1], {"smoke_4099": 2}))
+    _pair_result, results = _pair(sb, batch, problem)
+    assert results is not None and [r.verdict for r in results] == [verdict]
+    assert detail in results[0].detail
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_a_failing_reference_stops_the_entry_beside_it(tmp_path: Path, problem: Problem) -> None:
+    engine = _engine(ref=reference(failing="smoke_4099.1"), ent=entry(hangs=True))
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    with run_pair(sb, batch) as pair:
+        assert pair.entry is None  # the worker grades the batch again, one after the other
+        assert reference_failure(pair.reference, batch.cases) is not None
+        ent = engine.of(Role.ENTRY)[0]
+        assert not ent.has(JOB_FILE) and ent.poll() is not None  # stopped before its job
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_an_entry_the_engine_cannot_start_leaves_nothing(tmp_path: Path,
+                                                         problem: Problem) -> None:
+    engine = _engine(refuse=Role.ENTRY)
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    with pytest.raises(InfraError, match="engine refused"), run_pair(sb, batch):
+        pass
+    (ref,) = engine.started
+    assert ref.removed and not ref.in_dir.exists() and not ref.out_dir.exists()
+
+
+def test_a_grader_failure_mid_batch_removes_both_containers(tmp_path: Path,
+                                                            problem: Problem) -> None:
+    engine = _engine()
+    sb = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    ahead = Standby(sb, _batch(tmp_path, problem, sb, problem.shapes[2:]))
+
+    with pytest.raises(RuntimeError, match="a bug"), run_pair(sb, batch,
+                                                             beside=Beside((ahead,))):
+        raise RuntimeError("a bug of the grader's, while judging")
+    # The batch's own containers are gone; the standby is its owner's (the worker's) to close.
+    assert [(c.gated, c.removed) for c in engine.started] == [
+        (True, False), (True, False), (False, True), (False, True)]
+    ahead.close()
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+    assert engine.reap("unit") == 0
+
+
+def test_a_standby_that_dies_at_its_gate_is_replaced(tmp_path: Path, problem: Problem) -> None:
+    def dies_at_gate(c: FakeContainer) -> Steps:
+        yield
+        return 1
+
+    engine = _engine(ent=[dies_at_gate, entry()])
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    ahead = Standby(sb, batch)
+    ahead.settle()
+    assert not ahead.usable()
+    _pair_result, results = _pair(sb, batch, problem, standby=ahead)
+    assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
+    # Closed, and the batch ran on containers of its own, started ungated.
+    assert ahead.closed and [c.gated for c in engine.started] == [True, True, False, False]
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
