@@ -252,73 +252,136 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
 
 
 def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair]:
-    batch, cases, hold = st.batch, st.batch.cases, st.hold
-    ref, ent = st.ref, st.ent
-    ref_exit: ExitState | None = None
-    ent_exit: ExitState | None = None
-    cases_ok: bool | None = None
-    outgrown: Limits | None = None  # the entry's limits, once they prove too small
-    delivered = released = False
-    # The entry's job went out while `beside` still imported: its timed loops wait for GO.
-    timing_held = False
+    """Watch both containers until each has exited, taking each step of the handshake when
+    its time comes (_PairRun); then the batch's Pair."""
+    run = _PairRun(sb=sb, st=st, beside=beside)
     tick = time.monotonic()
-    while ref_exit is None or ent_exit is None:
+    while not run.exited():
         now = time.monotonic()
         step, tick = now - tick, now
-        ref_exit = ref_exit or ref.poll()
-        ent_exit = ent_exit or ent.poll()
-        if cases_ok is None:  # read until known, then kept
-            cases_ok = _cases_ok(st.ref_out / (CASES_FILE if hold else RESULT_FILE),
-                                 cases, done=hold or ref_exit is not None)
-            if cases_ok:  # the outputs exist now (no job yet): do the counted caps hold?
-                needed = batching.entry_limits(batch.entry_limits, st.ref_out,
-                                               [c.id for c in cases])
-                if needed.output_bytes > batch.entry_limits.output_bytes:
-                    outgrown = needed
-                    if ent_exit is None:
-                        ent.kill()
-        if cases_ok is False or (ref_exit is not None and cases_ok is None):
-            if ent_exit is None:
-                ent.kill()
-            yield Pair(reference=ContainerRun(exit=ref_exit or ref.wait(wall_s=0.0),
-                                              out=read_out_dir(st.ref_out)),
-                       ref_dir=st.ref_out, entry=None, entry_limits=batch.entry_limits)
+        run.look()
+        run.read_cases()
+        if run.reference_failed():
+            yield run.without_entry()
             return
-        ready = not delivered and ent_exit is None and _ready(ent)
-        if ready and outgrown is None:
-            if cases_ok:
-                # With timed loops, the job goes out at once and only they wait for `beside`:
-                # its warm-up and traced calls run beside the standby's imports.
-                delivered = True
-                timing_held = beside is not None and hold and not beside.idle()
-                deliver(sb, cases, batch.problem, st.ref_out, st.ent_in, hold=timing_held)
-            else:
-                ent.extend(step)  # imported, waiting for the reference
-        if timing_held and ent_exit is None:
-            assert beside is not None
-            if beside.idle():
-                timing_held = False
-                place(st.ent_in, GO_FILE, {})
-            elif read_frames(ent.stdout()).traced:
-                ent.extend(step)  # traced, its timed loops waiting for the standby
-        if hold and cases_ok and not released:
-            if ent_exit is not None and (beside is None or beside.idle()):
-                released = True
-                place(st.ref_in, GO_FILE, {})
-            elif ref_exit is None:
-                ref.extend(step)  # cases done, waiting for the entry to exit
+        run.deliver_when_ready(step)
+        run.release_entry_timing(step)
+        run.release_reference_timing(step)
         time.sleep(POLL_S)
-    reference = ContainerRun(exit=ref_exit, out=read_out_dir(st.ref_out))
-    if outgrown is not None:
-        if beside is not None:
-            beside.settle()
-        with run_entry(sb, batch.image, batch.kernel_file, cases, st.ref_out, outgrown,
-                       batch.problem) as entry:
-            yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
-                       entry_limits=outgrown)
-        return
-    yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry_run(ent_exit, st.ent_out),
-               entry_limits=batch.entry_limits)
+    yield from run.pairs()
+
+
+@dataclass(kw_only=True)
+class _PairRun:
+    """Where one batch's handshake stands (run_pair). Each step acts once its time has come;
+    `step` (seconds since the last look) is added to the deadline of a container waiting on
+    the other (Container.extend)."""
+
+    sb: Sandbox
+    st: Standby
+    beside: Beside | None
+    ref_exit: ExitState | None = None
+    ent_exit: ExitState | None = None
+    cases_ok: bool | None = None  # the reference's cases: unknown, all ok, or not
+    outgrown: Limits | None = None  # the entry's limits, once the counted ones prove too small
+    delivered: bool = False  # the entry's inputs and job are placed
+    # The entry's job went out while `beside` still imported: its timed loops wait for GO.
+    timing_held: bool = False
+    released: bool = False  # the reference's timed loop has its GO
+
+    def exited(self) -> bool:
+        return self.ref_exit is not None and self.ent_exit is not None
+
+    def look(self) -> None:
+        self.ref_exit = self.ref_exit or self.st.ref.poll()
+        self.ent_exit = self.ent_exit or self.st.ent.poll()
+
+    def read_cases(self) -> None:
+        """The reference's case results, read until known, then kept. Once they are all ok
+        its outputs exist (and no job has gone out yet): do the counted caps hold them?"""
+        if self.cases_ok is not None:
+            return
+        st = self.st
+        self.cases_ok = _cases_ok(st.ref_out / (CASES_FILE if st.hold else RESULT_FILE),
+                                  st.batch.cases, done=st.hold or self.ref_exit is not None)
+        if self.cases_ok:
+            counted = st.batch.entry_limits
+            needed = batching.entry_limits(counted, st.ref_out, [c.id for c in st.batch.cases])
+            if needed.output_bytes > counted.output_bytes:
+                self.outgrown = needed
+                if self.ent_exit is None:
+                    st.ent.kill()
+
+    def reference_failed(self) -> bool:
+        """A case failed, or the reference exited without its results: the entry is stopped."""
+        failed = self.cases_ok is False or (self.ref_exit is not None and self.cases_ok is None)
+        if failed and self.ent_exit is None:
+            self.st.ent.kill()
+        return failed
+
+    def without_entry(self) -> Pair:
+        st = self.st
+        return Pair(reference=ContainerRun(exit=self.ref_exit or st.ref.wait(wall_s=0.0),
+                                           out=read_out_dir(st.ref_out)),
+                    ref_dir=st.ref_out, entry=None, entry_limits=st.batch.entry_limits)
+
+    def deliver_when_ready(self, step: float) -> None:
+        """The entry's inputs and job once it is imported and the reference's cases are done;
+        imported before them, it waits on the reference."""
+        st, beside = self.st, self.beside
+        ready = not self.delivered and self.ent_exit is None and _ready(st.ent)
+        if not ready or self.outgrown is not None:
+            return
+        if not self.cases_ok:
+            st.ent.extend(step)
+            return
+        # With timed loops, the job goes out at once and only they wait for `beside`: its
+        # warm-up and traced calls run beside the standby's imports.
+        self.delivered = True
+        self.timing_held = beside is not None and st.hold and not beside.idle()
+        deliver(self.sb, st.batch.cases, st.batch.problem, st.ref_out, st.ent_in,
+                hold=self.timing_held)
+
+    def release_entry_timing(self, step: float) -> None:
+        """A held entry's timed loops go once `beside` is idle; until then, traced and
+        waiting, it is held."""
+        if not self.timing_held or self.ent_exit is not None:
+            return
+        assert self.beside is not None
+        if self.beside.idle():
+            self.timing_held = False
+            place(self.st.ent_in, GO_FILE, {})
+        elif read_frames(self.st.ent.stdout()).traced:
+            self.st.ent.extend(step)
+
+    def release_reference_timing(self, step: float) -> None:
+        """A held reference times once the entry has exited and `beside` is idle; until then,
+        its cases done, it is held."""
+        st, beside = self.st, self.beside
+        if not (st.hold and self.cases_ok) or self.released:
+            return
+        if self.ent_exit is not None and (beside is None or beside.idle()):
+            self.released = True
+            place(st.ref_in, GO_FILE, {})
+        elif self.ref_exit is None:
+            st.ref.extend(step)
+
+    def pairs(self) -> Iterator[Pair]:
+        """The batch's Pair once both have exited; an entry whose outputs outgrew its counted
+        caps runs again first, after the reference, under the caps they call for."""
+        st, batch = self.st, self.st.batch
+        assert self.ref_exit is not None and self.ent_exit is not None
+        reference = ContainerRun(exit=self.ref_exit, out=read_out_dir(st.ref_out))
+        if self.outgrown is not None:
+            if self.beside is not None:
+                self.beside.settle()
+            with run_entry(self.sb, batch.image, batch.kernel_file, batch.cases, st.ref_out,
+                           self.outgrown, batch.problem) as entry:
+                yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
+                           entry_limits=self.outgrown)
+            return
+        yield Pair(reference=reference, ref_dir=st.ref_out,
+                   entry=entry_run(self.ent_exit, st.ent_out), entry_limits=batch.entry_limits)
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:
