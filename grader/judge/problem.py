@@ -6,15 +6,17 @@ are compared with the reference's by the host (compare.py).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from grader.detect.dynamic import CallEvidence, verdict_for
 from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Problem, Shape
+from grader.harness.protocol import EXPECTED, OUTPUTS
 from grader.judge.interpreter import interpreter_limit, unverified_detail
 from grader.judge.outputs import compare
+from grader.judge.timing import judge_timing
 from grader.results import Comparison, KernelTime, ShapeResult, Timing, Trace
 from grader.run.evidence import OutDir, ResultFile, TraceRecord
 from grader.run.jobs import Case, ContainerRun
@@ -177,89 +179,6 @@ def _dynamic(result: ResultFile, shape: str, records: list[TraceRecord], element
     return findings + more, trace, covered
 
 
-def _stats(samples: list[float]) -> tuple[float, float, float]:
-    """Median, inter-quartile range and coefficient of variation of `samples`."""
-    xs = sorted(samples)
-    n = len(xs)
-
-    def q(p: float) -> float:
-        pos = p * (n - 1)
-        lo = int(pos)
-        hi = min(lo + 1, n - 1)
-        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-    mean = sum(xs) / n
-    sd = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 if n > 1 else 0.0
-    return q(0.5), q(0.75) - q(0.25), sd / mean if mean > 0 else 0.0
-
-
-def replay_signature(samples: list[float], n_sets: int) -> str | None:
-    """What the samples show if the entry replays outputs once it has seen an input set.
-
-    The timed loop cycles through the shape's `n_sets` input sets in order (sample i used set
-    i % n_sets), each call on fresh copies. An entry that caches its output under a cheap
-    fingerprint of the inputs computes on a set's first timed call and replays on the others.
-    Said when some set's first sample exceeds both 3x the median of its repeats and that median
-    plus 50 µs, with at least 3 repeats: a warning, not a verdict (lazy one-time work in a first
-    call looks the same), and the evidence for a person to weigh."""
-    if n_sets < 1 or len(samples) < 4 * n_sets:
-        return None
-    worst = None
-    for k in range(n_sets):
-        repeats = sorted(samples[k + n_sets::n_sets])
-        first, typical = samples[k], repeats[len(repeats) // 2]
-        if first > 3 * typical and first - typical > 50 and (
-                worst is None or first / typical > worst[1] / worst[2]):
-            worst = (k, first, typical)
-    if worst is None:
-        return None
-    k, first, typical = worst
-    return (f"input set {k}: its first timed call took {first:.1f} µs, its {n_sets}-periodic "
-            f"repeats {typical:.1f} µs: outputs replayed once the inputs were seen?")
-
-
-def judge_timing(entry: ContainerRun, shape: Shape, n_sets: int = 0
-                 ) -> tuple[Timing | None, list[Finding], str | None]:
-    """The shape's timing from the entry's samples, cross-checked with what the host saw.
-    `n_sets`: how many input sets the timed loop cycled through (0: unknown)."""
-    assert entry.out.result is not None
-    rec = entry.out.result.timings.get(shape.id)
-    if rec is None:
-        return None, [], None
-    if not rec.ok:
-        return None, [], rec.error or "the timed loop failed"
-    samples = [s for s in rec.device_us if s == s and s >= 0]  # drop NaN and negatives
-    if not samples or len(samples) != len(rec.device_us):
-        return None, [Finding(rule="TM910", severity=Severity.TAMPERING, layer=Layer.DYNAMIC,
-                              message="timing samples missing, negative or NaN")], None
-    median, iqr, cv = _stats(samples)
-    findings: list[Finding] = []
-    # The container's wall clock, measured by the host, bounds the time the samples can sum to.
-    if sum(samples) / 1e6 > entry.exit.wall_s:
-        findings.append(Finding(rule="TM911", severity=Severity.TAMPERING, layer=Layer.DYNAMIC,
-                                message=f"timed samples sum to {sum(samples) / 1e6:.3f} s, more "
-                                        f"than the container ran ({entry.exit.wall_s:.3f} s)"))
-    replay = replay_signature(samples, n_sets)
-    if replay:
-        findings.append(Finding(rule="TM914", severity=Severity.WARNING, layer=Layer.DYNAMIC,
-                                message=replay))
-    host = [h for h in rec.host_us if h == h and h >= 0]
-    if host:
-        host_median = _stats(host)[0]
-        if host_median > 2 * median + 200:
-            findings.append(Finding(
-                rule="TM912", severity=Severity.WARNING, layer=Layer.DYNAMIC,
-                message=f"host-synchronised time {host_median:.1f} µs far exceeds the event time "
-                        f"{median:.1f} µs: work outside the timed stream, or launch overhead"))
-    timing = Timing(median_us=median, iqr_us=iqr, cv=cv, samples=len(samples),
-                    method=rec.method or "cuda-events",
-                    host_median_us=_stats(host)[0] if host else None,
-                    # evidence like the samples, kept only for bench/overhead.py's split
-                    loop_s=rec.loop_s if rec.loop_s is not None and math.isfinite(rec.loop_s)
-                    and rec.loop_s >= 0 else None, flush_bytes=rec.flush_bytes)
-    return timing, findings, None
-
-
 def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                   reference: ContainerRun, entry: ContainerRun, static: list[Finding],
                   own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int,
@@ -268,104 +187,172 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
     limits make a case `unverified` rather than a runtime error (judge/interpreter.py);
     `source`: the entry's kernel file."""
     problem_findings = _anomaly_findings(entry.out)
-    forged = [f for f in problem_findings if f.severity == Severity.TAMPERING]
-    failure = _container_failure(entry)
+    whole = _whole_run(shapes, entry, problem_findings)
+    if whole is not None:
+        return whole
+    j = _Judging(problem=problem, reference=reference, entry=entry, static=static,
+                 own_kernels=own_kernels, tracer=tracer, max_output_bytes=max_output_bytes,
+                 interpreter=interpreter, source=source, findings=problem_findings,
+                 logs=tail(entry.exit.logs))
+    return [_judge_shape(j, shape, [c for c in cases if c.shape.id == shape.id])
+            for shape in shapes]
+
+
+def _whole_run(shapes: list[Shape], entry: ContainerRun, findings: list[Finding]
+               ) -> list[ShapeResult] | None:
+    """One verdict for every shape when the run as a whole cannot be judged case by case:
+    its output folder or channel was tampered with (unless it timed out), or its container
+    failed."""
+    forged = [f for f in findings if f.severity == Severity.TAMPERING]
     logs = tail(entry.exit.logs)
     if forged and not entry.exit.timed_out:
         results = whole_problem(shapes, Verdict.TAMPERING, forged[0].message[:1000], logs)
         return [r.model_copy(update={"findings": forged}) for r in results]
+    failure = _container_failure(entry)
     if failure is not None:
         verdict, detail = failure
         ready_error = entry.out.ready.error if entry.out.ready else None
         return whole_problem(shapes, verdict, detail, tail(ready_error) if ready_error else logs)
-    assert entry.out.result is not None
-    results = []
-    for shape in shapes:
-        shape_cases = [c for c in cases if c.shape.id == shape.id and not c.timing]
-        timed_cases = [c for c in cases if c.shape.id == shape.id and c.timing]
-        verdicts: list[Verdict] = []
-        details: list[str] = []
-        comparisons: list[Comparison] = []
-        records: list[TraceRecord] = []  # the correctness calls'
-        elements = 0
-        excerpt: str | None = None
-        for case in shape_cases:
-            rec = entry.out.result.cases.get(case.id)
-            expected = reference.out.load_tensors(case.id, "ref", max_output_bytes * 8)
-            if isinstance(expected, str):
-                verdicts.append(Verdict.INFRA_ERROR)
-                details.append(f"reference: {expected}")
-                continue
-            if rec is None:
-                verdicts.append(Verdict.TAMPERING)
-                details.append(f"case {case.id}: missing from the entry's result file")
-                continue
-            # Every call's record counts, a failed or wrong one's too: a violation is one
-            # whatever the outputs were (the verdict rules below decide what it weighs).
-            elements = elements or sum(int(getattr(t, "numel", lambda: 0)()) for t in expected)
-            if rec.trace is not None:
-                records.append(rec.trace)
-            if not rec.ok:
-                err = rec.error or ""
-                why = interpreter_limit(err, source) if interpreter else None
-                if why is not None:
-                    verdicts.append(Verdict.UNVERIFIED)
-                    details.append(unverified_detail(case.id, why))
-                    excerpt = excerpt or tail(err)
-                    continue
-                limited = hit_limit(err)
-                verdicts.append(Verdict.RESOURCE_LIMIT if limited else Verdict.RUNTIME_ERROR)
-                details.append(f"case {case.id}: " + ("a resource limit was hit" if limited
-                                                      else "kernel() raised"))
-                excerpt = excerpt or tail(err)
-                continue
-            actual = entry.out.load_tensors(case.id, "out", max_output_bytes)
-            if isinstance(actual, str):
-                verdicts.append(Verdict.RUNTIME_ERROR)
-                details.append(actual)
-                continue
-            outcome = compare(expected, actual, problem)
-            comparisons.append(outcome.comparison)
-            if not outcome.ok:
-                verdicts.append(Verdict.INCORRECT)
-                details.append(f"seed {case.seed % 10000:04d}…: {outcome.detail}")
-                continue
-            verdicts.append(Verdict.PASSED)
-        timing, timing_findings, timing_error = judge_timing(entry, shape, len(timed_cases))
-        if timing_error is not None:
-            verdicts.append(Verdict.RUNTIME_ERROR)
-            details.append("the timed loop failed")
-            excerpt = excerpt or tail(timing_error)
-        for case in timed_cases:
-            expected = reference.out.load_tensors(case.id, "ref", max_output_bytes * 8)
-            actual = entry.out.load_tensors(case.id, "out", max_output_bytes)
-            if timing is None or isinstance(expected, str):
-                continue
-            if isinstance(actual, str) or not compare(expected, actual, problem).ok:
-                verdicts.append(Verdict.INCORRECT)
-                details.append(f"the output of a timed call ({case.id}) is wrong or missing")
-        findings: list[Finding] = [*problem_findings, *timing_findings]
-        dyn, trace, covered = _dynamic(entry.out.result, shape.id, records, elements,
-                                       own_kernels, tracer, timed=timing is not None)
-        findings += dyn
-        if timing is not None and covered is not None:
-            timing = timing.model_copy(update={"covered_share": min(max(covered, 0.0), 1.0)})
-        verdict = worst(verdicts)
-        # Findings decide once the entry ran to the end: a policy violation or tampering
-        # whatever its outputs were, a fallback only when they were correct.
-        by_findings = verdict_for(static + findings)
-        if by_findings is not None and (verdict == Verdict.PASSED or by_findings in (
-                Verdict.POLICY_VIOLATION, Verdict.TAMPERING)):
-            verdict = worst([verdict, by_findings])
-            decisive = [f.message for f in static + findings
-                        if f.severity not in (Severity.INFO, Severity.WARNING)]
-            details.append("; ".join(decisive)[:600])
-        elif verdict == Verdict.PASSED:
-            details.append(f"correct on {len(shape_cases)} hidden input sets")
-        results.append(_shape_result(shape, verdict, "; ".join(details)[:1000],
-                                     error_excerpt=excerpt or (logs if verdict in (
-                                         Verdict.RUNTIME_ERROR,) else None),
-                                     comparisons=comparisons, trace=trace, findings=findings,
-                                     timing=timing if verdict in _TIMED else None,
-                                     reference_timing=judge_timing(reference, shape)[0]))
-    return results
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Judging:
+    """What every shape of one entry run is judged against."""
+
+    problem: Problem
+    reference: ContainerRun
+    entry: ContainerRun
+    static: list[Finding]
+    own_kernels: set[str]
+    tracer: TraceJudge
+    max_output_bytes: int
+    interpreter: bool
+    source: str
+    findings: list[Finding]  # the output folder's and channel's (warnings by now)
+    logs: str | None
+
+    @property
+    def result(self) -> ResultFile:
+        assert self.entry.out.result is not None  # _whole_run said so
+        return self.entry.out.result
+
+    def expected(self, case: Case) -> list[Any] | str:
+        return self.reference.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8)
+
+    def actual(self, case: Case) -> list[Any] | str:
+        return self.entry.out.load_tensors(case.id, OUTPUTS, self.max_output_bytes)
+
+
+@dataclass
+class _Shape:
+    """One shape's judgment as its cases add to it."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    records: list[TraceRecord] = field(default_factory=list)  # the correctness calls'
+    elements: int = 0  # of the expected outputs (the first case's)
+    excerpt: str | None = None  # the first error's
+
+    def add(self, verdict: Verdict, detail: str | None = None, excerpt: str | None = None
+            ) -> None:
+        self.verdicts.append(verdict)
+        if detail is not None:
+            self.details.append(detail)
+        self.excerpt = self.excerpt or excerpt
+
+
+def _judge_shape(j: _Judging, shape: Shape, cases: list[Case]) -> ShapeResult:
+    """The shape's correctness cases, its timed loop and the findings on all of its calls."""
+    checked = [c for c in cases if not c.timing]
+    st = _Shape()
+    for case in checked:
+        _judge_case(j, case, st)
+    timing, findings = _judge_timed(j, shape, [c for c in cases if c.timing], st)
+    findings = [*j.findings, *findings]
+    dyn, trace, covered = _dynamic(j.result, shape.id, st.records, st.elements, j.own_kernels,
+                                   j.tracer, timed=timing is not None)
+    findings += dyn
+    if timing is not None and covered is not None:
+        timing = timing.model_copy(update={"covered_share": min(max(covered, 0.0), 1.0)})
+    verdict = _decide(st, j.static + findings, len(checked))
+    return _shape_result(shape, verdict, "; ".join(st.details)[:1000],
+                         error_excerpt=st.excerpt or (j.logs if verdict in (
+                             Verdict.RUNTIME_ERROR,) else None),
+                         comparisons=st.comparisons, trace=trace, findings=findings,
+                         timing=timing if verdict in _TIMED else None,
+                         reference_timing=judge_timing(j.reference, shape)[0])
+
+
+def _judge_case(j: _Judging, case: Case, st: _Shape) -> None:
+    """One correctness case: the entry's record of the call and its outputs against the
+    reference's."""
+    rec = j.result.cases.get(case.id)
+    expected = j.expected(case)
+    if isinstance(expected, str):
+        st.add(Verdict.INFRA_ERROR, f"reference: {expected}")
+        return
+    if rec is None:
+        st.add(Verdict.TAMPERING, f"case {case.id}: missing from the entry's result file")
+        return
+    # Every call's record counts, a failed or wrong one's too: a violation is one whatever
+    # the outputs were (the verdict rules in _decide weigh it).
+    st.elements = st.elements or sum(int(getattr(t, "numel", lambda: 0)()) for t in expected)
+    if rec.trace is not None:
+        st.records.append(rec.trace)
+    if not rec.ok:
+        err = rec.error or ""
+        why = interpreter_limit(err, j.source) if j.interpreter else None
+        if why is not None:
+            st.add(Verdict.UNVERIFIED, unverified_detail(case.id, why), tail(err))
+            return
+        limited = hit_limit(err)
+        st.add(Verdict.RESOURCE_LIMIT if limited else Verdict.RUNTIME_ERROR,
+               f"case {case.id}: " + ("a resource limit was hit" if limited
+                                      else "kernel() raised"), tail(err))
+        return
+    actual = j.actual(case)
+    if isinstance(actual, str):
+        st.add(Verdict.RUNTIME_ERROR, actual)
+        return
+    outcome = compare(expected, actual, j.problem)
+    st.comparisons.append(outcome.comparison)
+    if not outcome.ok:
+        st.add(Verdict.INCORRECT, f"seed {case.seed % 10000:04d}…: {outcome.detail}")
+        return
+    st.add(Verdict.PASSED)
+
+
+def _judge_timed(j: _Judging, shape: Shape, timed: list[Case], st: _Shape
+                 ) -> tuple[Timing | None, list[Finding]]:
+    """The shape's timed loop: its timing and findings, and the outputs of its last calls,
+    which must be correct too."""
+    timing, findings, error = judge_timing(j.entry, shape, len(timed))
+    if error is not None:
+        st.add(Verdict.RUNTIME_ERROR, "the timed loop failed", tail(error))
+    for case in timed:
+        expected, actual = j.expected(case), j.actual(case)
+        if timing is None or isinstance(expected, str):
+            continue
+        if isinstance(actual, str) or not compare(expected, actual, j.problem).ok:
+            st.add(Verdict.INCORRECT,
+                   f"the output of a timed call ({case.id}) is wrong or missing")
+    return timing, findings
+
+
+def _decide(st: _Shape, findings: list[Finding], checked: int) -> Verdict:
+    """The shape's verdict: the worst of its cases', then the findings'. Findings decide
+    once the entry ran to the end: a policy violation or tampering whatever its outputs were,
+    a fallback only when they were correct."""
+    verdict = worst(st.verdicts)
+    by_findings = verdict_for(findings)
+    if by_findings is not None and (verdict == Verdict.PASSED or by_findings in (
+            Verdict.POLICY_VIOLATION, Verdict.TAMPERING)):
+        decisive = [f.message for f in findings
+                    if f.severity not in (Severity.INFO, Severity.WARNING)]
+        st.details.append("; ".join(decisive)[:600])
+        return worst([verdict, by_findings])
+    if verdict == Verdict.PASSED:
+        st.details.append(f"correct on {checked} hidden input sets")
+    return verdict

@@ -35,7 +35,7 @@ JSON_FILES = (READY_FILE, RESULT_FILE)
 # is never listed.
 MAX_ENTRIES = 8192
 # The largest magnitude of any number in the evidence: 1e12 µs is eleven days. Sums and
-# squares of 10,000 such samples stay finite (judge._stats), so no report gets an inf or NaN.
+# squares of 10,000 such samples stay finite (judge/timing.py), so no report gets an inf or NaN.
 MAX_NUMBER = 1e12
 EXAMPLES = 3  # names quoted in an anomaly of many files
 

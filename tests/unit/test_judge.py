@@ -9,7 +9,8 @@ import torch
 
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
-from grader.judge.problem import judge_problem, replay_signature
+from grader.judge.problem import judge_problem
+from grader.judge.timing import replay_signature
 from grader.results import Trace
 from grader.run.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
 from grader.run.jobs import Case, ContainerRun
