@@ -17,7 +17,8 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from .main import (
     ENTRY,
@@ -87,27 +88,60 @@ class _Caller:
 
 
 def run_entry(classes: list[str] | None = None) -> int:
-    """`classes`: a module problem's entry class names (the first found is built)."""
-    from .record import OUTSIDE, Recorder
+    """`classes`: a module problem's entry class names (the first found is built). Its steps:
+    the set-up before any entry code (_prepare, _install_recorder), the entry's import
+    (_import_entry, then "ready"), the job (_run_job: warm-up, traced calls, timed loops,
+    their records), and the result as the harness's last act (_send_result)."""
+    from .record import OUTSIDE, Recorder  # before any entry code runs
 
     phase = Phases()
-    # Started ahead, the CUDA context and the device profiler's set-up are made at the standby.
+    device = _prepare(phase)
+    recorder = _install_recorder(Recorder(device), phase)
+    if recorder is None:
+        return 4
+    kernel = _import_entry(classes)
+    if kernel is None:
+        return 3
+    with phase("job_wait"):
+        job = _wait_for_job()
+    result = _run_job(job, kernel, classes, recorder, phase)
+    result["outside"] = recorder.trace(OUTSIDE)
+    result["phases_s"] = phase.seconds
+    _send_result(result)
+
+
+def _prepare(phase: Phases) -> str:
+    """The device ("cuda" or "cpu"); on a GPU its context and the device profiler's one-time
+    set-up, made at the standby's gate when started ahead (main._standby), else here."""
     prepared = _standby(phase, _prepare_cuda)
-    device_env = "cuda" if os.environ.get(DEVICE_ENV) == "cuda" else "cpu"
-    if device_env == "cuda" and not prepared:
+    device = "cuda" if os.environ.get(DEVICE_ENV) == "cuda" else "cpu"
+    if device == "cuda" and not prepared:
         with phase("prepare"):
             try:
                 _prepare_cuda()
             except Exception:  # the calls meet the same failure, and report it
                 pass
-    recorder = Recorder(device_env)
+    return device
+
+
+def _install_recorder(recorder: Any, phase: Phases) -> Any:
+    """The recorder of every call, installed before any entry code runs and on for the rest
+    of the process; None once its failure has been sent as the ready frame."""
     with phase("record"):
         try:
-            recorder.install()  # before any entry code, for the rest of the process
+            recorder.install()
         except Exception as exc:
             _write_json(READY_FILE, {"ok": False, "error": "the harness could not start its "
-                                       "recorder: " + _excerpt(exc)})
-            return 4
+                                     "recorder: " + _excerpt(exc)})
+            return None
+    return recorder
+
+
+def _import_entry(classes: list[str] | None) -> Any:
+    """Load the entry's file and find what the job calls, then send "ready" (only then does
+    the host place the inputs). The kernel() function, or for a module problem the module
+    (its class is looked up again, and built, per case); None once the failure has been sent
+    as the ready frame."""
     t0 = time.monotonic()
     try:
         module = _load_module(ENTRY, "entry_kernel")
@@ -115,55 +149,102 @@ def run_entry(classes: list[str] | None = None) -> int:
             from .modules import find_class
 
             find_class(module, classes)
-            kernel: Any = module  # the class is looked up again, and built, per case
+            kernel: Any = module
         else:
             kernel = getattr(module, "kernel", None)
             if not callable(kernel):
                 raise AttributeError("the kernel file defines no callable kernel()")
     except BaseException as exc:  # the entry may raise anything, SystemExit included
         _write_json(READY_FILE, {"ok": False, "error": _excerpt(exc)})
-        return 3
+        return None
     _write_json(READY_FILE, {"ok": True, "import_s": time.monotonic() - t0,
-                               "jit_functions": _jit_names(module)})
-    with phase("job_wait"):
-        job = _wait_for_job()
-    result = _run_job(job, kernel, classes, recorder, phase)
-    result["outside"] = recorder.trace(OUTSIDE)
-    result["phases_s"] = phase.seconds
+                             "jit_functions": _jit_names(module)})
+    return kernel
+
+
+def _send_result(result: dict[str, Any]) -> NoReturn:
+    """The harness's last act: no finaliser, exit hook or `atexit` of the entry's runs after
+    it (issue 17: one rewrote the result and trace files once the harness had written them)."""
     _write_json(RESULT_FILE, result)
-    # The harness's last act: no finaliser, exit hook or `atexit` of the entry's runs after it
-    # (issue 17: one rewrote the result and trace files once the harness had written them).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, recorder: Any,
+@dataclass(frozen=True, kw_only=True)
+class _Job:
+    """One job and what every step of it calls through."""
+
+    spec: dict[str, Any]  # the job file
+    build: Callable[[str], Callable[..., Any]]  # case id -> what to call
+    call: _Caller
+    recorder: Any
+    phase: Phases
+
+    @property
+    def device(self) -> str:
+        return str(self.spec["device"])
+
+    @property
+    def timing(self) -> dict[str, list[str]]:
+        """Per shape, the ids of its timing sets (none on a CPU)."""
+        timing: dict[str, list[str]] = self.spec.get("timing", {})
+        return timing
+
+
+def _run_job(spec: dict[str, Any], kernel: Any, classes: list[str] | None, recorder: Any,
              phase: Phases) -> dict[str, Any]:
+    """The job's steps: warm-up, the traced correctness calls, the host's go when held, the
+    timed loops, and the record of every call attached to what it was for."""
+    job = _Job(spec=spec, build=_callables(spec, kernel, classes or None),
+               call=_Caller(recorder, spec["device"], spec), recorder=recorder, phase=phase)
+    case_ids = [case["id"] for case in spec["cases"]]
+    warm_errors = _warm_up(job, case_ids)
+    results, warm_failed = _traced_calls(job, case_ids, warm_errors)
+    _wait_to_time(job)
+    timings, labels = _timed_loops(job)
+    _attach_records(job, results, warm_failed, timings, labels)
+    result: dict[str, Any] = {"cases": results, "timings": timings}
+    if recorder.device_calls is not None:
+        result["device_record"] = {"consistent": recorder.device_calls.consistent,
+                                   "problem": recorder.device_calls.problem}
+    return result
+
+
+def _warm_up(job: _Job, case_ids: list[str]) -> dict[str, str]:
+    """One call per shape first, on a timing set: autotuning and compilation on a shape's
+    first call would otherwise drown the kernel's own device time (seen on the H200,
+    2026-11-29). Recorded like every call, judged on nothing: never on a correctness case's
+    inputs, where a fallback could compute once and replay. Returns the error per shape whose
+    warm-up failed."""
     from . import tensors
 
-    device = job["device"]
-    build = _callables(job, kernel, classes or None)
-    call = _Caller(recorder, device, job)
-    case_ids = [case["id"] for case in job["cases"]]
-    # One call per shape first, on a timing set: autotuning and compilation on a shape's first
-    # call would otherwise drown the kernel's own device time (seen on the H200, 2026-11-29).
-    # Recorded like every call, judged on nothing: never on a correctness case's inputs, where
-    # a fallback could compute once and replay.
     warm_errors: dict[str, str] = {}
-    with phase("warm"):
-        for shape, warm_ids in job.get("timing", {}).items():
+    with job.phase("warm"):
+        for shape, warm_ids in job.timing.items():
             if not warm_ids or not any(_shape_of(cid) == shape for cid in case_ids):
                 continue
             try:
-                fn = _built(build, warm_ids[0], recorder)
-                with recorder.internal():
-                    values = tuple(tensors.load(IN / case_file(warm_ids[0], INPUTS), device=device))
-                call(fn, values, f"warm:{shape}")
+                fn = _built(job.build, warm_ids[0], job.recorder)
+                with job.recorder.internal():
+                    values = tuple(tensors.load(IN / case_file(warm_ids[0], INPUTS),
+                                                device=job.device))
+                job.call(fn, values, f"warm:{shape}")
             except Exception as exc:
                 warm_errors[shape] = _excerpt(exc)
+    return warm_errors
+
+
+def _traced_calls(job: _Job, case_ids: list[str], warm_errors: dict[str, str]
+                  ) -> tuple[dict[str, Any], set[str]]:
+    """Each correctness case called once, recorded, its outputs saved for the host to check.
+    Returns each case's record and the cases whose shape failed at its warm-up (not called:
+    they carry that failure)."""
+    from . import tensors
+
     results: dict[str, Any] = {}
     warm_failed: set[str] = set()
+    phase, recorder = job.phase, job.recorder
     for cid in case_ids:
         if _shape_of(cid) in warm_errors:
             results[cid] = {"ok": False, "error": warm_errors[_shape_of(cid)]}
@@ -173,11 +254,11 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
             # A module problem's class is built before this case's inputs are loaded, so its
             # constructor cannot find them (through gc, say) and compute there.
             with phase("build"):
-                fn = _built(build, cid, recorder)
+                fn = _built(job.build, cid, recorder)
             with phase("load"), recorder.internal():
-                values = tuple(tensors.load(IN / case_file(cid, INPUTS), device=device))
+                values = tuple(tensors.load(IN / case_file(cid, INPUTS), device=job.device))
             with phase("call"):
-                out, _dev, host = call(fn, values, cid)
+                out, _dev, host = job.call(fn, values, cid)
                 out = _as_tuple(out)
             _check_outputs(out)
             with phase("save"), recorder.internal():
@@ -185,17 +266,35 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
             results[cid] = {"ok": True, "wall_s": host / 1e6}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
-    if job.get("hold") and job.get("timing"):
-        # Beside a standby's imports (problem_run.run_pair): the timed loops wait for them.
+    return results, warm_failed
+
+
+def _wait_to_time(job: _Job) -> None:
+    """Beside a standby's imports (batch.run_pair), the job says "hold": the timed loops wait
+    for the host's go."""
+    if job.spec.get("hold") and job.timing:
         _write_json(TRACED_FILE, {"ok": True})
-        with phase("timing_wait"):
+        with job.phase("timing_wait"):
             _wait_for(IN / GO_FILE, JOB_WAIT_S)
+
+
+def _timed_loops(job: _Job) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Each shape's timed loop: its samples, and the labels of its timed calls."""
     labels: dict[str, list[str]] = {}
     timings: dict[str, Any] = {}
-    with phase("timing"):
-        for shape, ids in job.get("timing", {}).items():
-            timings[shape], labels[shape] = _time_shape(build, ids, job, call, recorder)
-    with phase("record"):
+    with job.phase("timing"):
+        for shape, ids in job.timing.items():
+            timings[shape], labels[shape] = _time_shape(job.build, ids, job.spec, job.call,
+                                                        job.recorder)
+    return timings, labels
+
+
+def _attach_records(job: _Job, results: dict[str, Any], warm_failed: set[str],
+                    timings: dict[str, Any], labels: dict[str, list[str]]) -> None:
+    """The recorder read at the end: each case's record of its call, each timed loop's of
+    its calls (and on a GPU the time its recorded kernels covered)."""
+    recorder = job.recorder
+    with job.phase("record"):
         recorder.finish()
         for cid, rec in results.items():
             # A case whose shape failed at its warm-up carries that call's record.
@@ -209,11 +308,6 @@ def _run_job(job: dict[str, Any], kernel: Any, classes: list[str] | None, record
                     rec["covered_us"] = [calls.covered(lb, us) for lb, us in
                                          zip(labels[shape], rec["device_us"], strict=True)]
                     rec["busy_us"] = [calls.busy(lb) for lb in labels[shape]]
-    result: dict[str, Any] = {"cases": results, "timings": timings}
-    if recorder.device_calls is not None:
-        result["device_record"] = {"consistent": recorder.device_calls.consistent,
-                                "problem": recorder.device_calls.problem}
-    return result
 
 
 def _built(build: Callable[[str], Callable[..., Any]], cid: str, recorder: Any
