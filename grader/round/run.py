@@ -47,7 +47,7 @@ from grader.round.model import (
     SuiteRef,
 )
 from grader.round.render import RENDERERS
-from grader.round.store import RoundDir
+from grader.round.store import SECRET, RoundDir
 from grader.run.checkpoint import commitment, host_fs
 from grader.run.grading import Progress
 from grader.run.runner import RunRequest, to_config
@@ -228,6 +228,10 @@ def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
                 click.echo(f"warning: {outcome.name}: not the committed image: {diff}",
                            err=True)
     rd.save_outcome(outcome)
+    # The entry's grading kept a copy of the round's secret beside its own checkpoint
+    # (run/checkpoint.py); the round passes the secret to every grading, so the copy serves
+    # nothing and would leak the secret with a published entry folder.
+    (rd.entry_dir(outcome.name) / SECRET).unlink(missing_ok=True)
     return outcome
 
 

@@ -159,6 +159,7 @@ def test_a_committed_round_grades_only_as_committed(entries: Path, tmp_path: Pat
     assert res.returncode == 6 and "not the committed secret" in res.stderr
     res = _grader("round", str(entries / "triton.tar"), "-o", str(out), *COMMON[:4])
     assert res.returncode == 0, res.stderr[-3000:]
+    assert not list(out.glob("entries/*/seed.secret"))  # the round's own copy only
     res = _grader("round", "verify", str(out), "--commitment", str(published))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "ok        triton: images are the committed ones" in res.stdout
