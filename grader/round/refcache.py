@@ -59,7 +59,7 @@ def batch_key(w: Worker, plan: Planned, cases: list[Case]) -> str:
     """What a batch's reference outputs depend on: the suite's version, the problem's image
     (a content hash of its reference, problem file and the harness), the device, runtime and
     timing knobs, and each case (id, seed, module seed, timing set, shape and its params)."""
-    cfg, sb = w.g.cfg, w.sb
+    cfg, sb = w.ctx.cfg, w.sb
     doc = {"format": FORMAT, "suite": w.suite.id, "suite_version": w.suite.info.version,
            "problem": plan.bundle.id, "image": plan.image, "device": sb.device,
            "runtime": cfg.runtime.kind, "timing": asdict(sb.timing) if sb.timing else None,
@@ -114,7 +114,7 @@ class ReferenceCache:
                  "computed_by": self.entry, "created": time.time()}, indent=1))
             os.rename(tmp, self.root / key)
         except OSError as exc:
-            w.g.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
+            w.ctx.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -137,7 +137,7 @@ class ReferenceCache:
             beside.settle()  # no timed loop beside a standby's imports
         batch = w.batch(plan, k)
         ids = [c.id for c in cases]
-        base = batch.entry_limits if batch is not None else w.g.cfg.entry_limits
+        base = batch.entry_limits if batch is not None else w.ctx.cfg.entry_limits
         limits = batching.entry_limits(base, ref_dir, ids)
         if batch is not None and limits.output_bytes <= base.output_bytes:
             limits = base
@@ -147,7 +147,7 @@ class ReferenceCache:
         ref = ContainerRun(exit=CACHED_EXIT, out=out)
         self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
-        w.g.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
+        w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
         with run_entry(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
                        plan.bundle.problem) as entry:
             results, logs = w.judge(plan, shapes, cases, ref, entry, limits)

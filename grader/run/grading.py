@@ -12,9 +12,9 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grader import __version__
 from grader.detect.detector import Detector
@@ -32,7 +32,15 @@ from grader.results import (
 from grader.run.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.run.config import RunConfig
 from grader.run.jobs import Sandbox, TimingKnobs
-from grader.run.worker import Worker, derive_module_seed, derive_seed, select_shapes, start_ahead
+from grader.run.worker import (
+    GradingContext,
+    References,
+    Worker,
+    derive_module_seed,
+    derive_seed,
+    select_shapes,
+    start_ahead,
+)
 from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
@@ -42,9 +50,6 @@ from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
 from grader.suite.load import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict
-
-if TYPE_CHECKING:
-    from grader.round.refcache import ReferenceCache
 
 __all__ = ["Grader", "derive_module_seed", "derive_seed", "make_sandbox", "select_shapes",
            "summarize"]
@@ -142,7 +147,7 @@ class Grader:
         self.checkpoint = Checkpoint(cfg.out_dir)
         self.abort: InfraError | None = None  # set when the checkpoint cannot be written
         # A round's references, computed once and reused by every entry (grader/round/).
-        self.references: ReferenceCache | None = None
+        self.references: References | None = None
 
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""
@@ -205,13 +210,14 @@ class Grader:
             with lock:
                 return waiting.popleft() if waiting and self.abort is None else None
 
-        def finished(result: ProblemResult) -> bool:
+        def finished(fin: Finished) -> bool:
             with lock:
-                results[result.id] = result
+                results[fin.result.id] = fin.result
+                if fin.image_id is not None:
+                    self.images[fin.result.id] = fin.image_id
+                self.device_name = self.device_name or fin.device_name
                 try:
-                    self.checkpoint.save(Finished(result=result,
-                                                  image_id=self.images.get(result.id),
-                                                  device_name=self.device_name))
+                    self.checkpoint.save(replace(fin, device_name=self.device_name))
                     kept[0] += 1
                 except InfraError as exc:
                     self.abort = self.abort or exc
@@ -219,7 +225,9 @@ class Grader:
 
         sandboxes = self.workers()
         depth = start_ahead(self.cfg, len(sandboxes))
-        workers = [Worker(self, sb, suite, sub, runtime_tag, depth=depth) for sb in sandboxes]
+        ctx = GradingContext(cfg=self.cfg, detector=self.detector, progress=self.progress,
+                             secret=self.secret, references=self.references)
+        workers = [Worker(ctx, sb, suite, sub, runtime_tag, depth=depth) for sb in sandboxes]
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:
             for _ in pool.map(lambda w: w.run(claim, finished), workers):
                 pass

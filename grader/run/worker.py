@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
@@ -42,6 +42,7 @@ from grader.judge.problem import judge_problem, reference_failure, tail, whole_p
 from grader.results import ProblemResult, ShapeResult
 from grader.run import plan as batching
 from grader.run.batch import Batch, Beside, Standby, run_entry, run_pair, run_reference
+from grader.run.checkpoint import Finished
 from grader.run.config import RunConfig
 from grader.run.jobs import Case, ContainerRun, Sandbox
 from grader.run.phases import add, harness_phases
@@ -50,8 +51,7 @@ from grader.suite.load import ProblemBundle, Suite
 from grader.verdicts import Verdict, worst
 
 if TYPE_CHECKING:
-    from grader.round.refcache import ReferenceCache
-    from grader.run.grading import Grader
+    from grader.detect.detector import Detector
 
 
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
@@ -112,6 +112,8 @@ class Planned:
     source: str
     static: list[Finding]
     image: str
+    image_id: str | None = None
+    device_name: str | None = None  # the device the reference ran on, once one has
     cases: list[Case]
     per_shape: dict[str, int]
     parts: list[list[Shape]]
@@ -138,6 +140,36 @@ class Planned:
 
 
 Claim = Callable[[], ProblemBundle | None]
+
+
+class References(Protocol):
+    """Reference outputs computed once and reused (a round's: grader/round/refcache.py)."""
+
+    def has(self, worker: Worker, plan: Planned, k: int) -> bool:
+        """Whether batch `k` of `plan` has its reference kept (no standby is started for it)."""
+        ...
+
+    def keep(self, worker: Worker, plan: Planned, k: int, ref_dir: Path) -> None:
+        """Keep the reference folder of batch `k`, which ran here, for later entries."""
+        ...
+
+    def grade(self, worker: Worker, plan: Planned, k: int, beside: Beside | None) -> bool:
+        """Grade batch `k` of `plan` against the kept reference; False: none is kept (the
+        worker runs the reference itself)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradingContext:
+    """What every worker of a run reads and none writes: the run's options, detector, progress
+    sink and secret, and a round's references (None for `grader run`). What a worker learns
+    (a problem's image, the device's name) comes back with its results (Finished)."""
+
+    cfg: RunConfig
+    detector: Detector
+    progress: Callable[[str], None]
+    secret: bytes
+    references: References | None = None
 # Cores a worker needs for starting ahead to pay: its two running containers, and a batch
 # ahead's two making their imports (at depth 2, two batches' four, one batch in two). On the
 # two-core CI machine (2026-12-01) the demo suite's grading took 9.4-9.6 s with it against
@@ -156,12 +188,12 @@ def start_ahead(cfg: RunConfig, workers: int, cores: int | None = None) -> int:
 
 
 class Worker:
-    """Grades problems on one sandbox for `grader` (its configuration, detector, progress and
-    run-wide state), taking each next problem from `claim`."""
+    """Grades problems on one sandbox under `ctx`, taking each next problem from `claim` and
+    handing each result, with what it learnt, to `finished`."""
 
-    def __init__(self, grader: Grader, sandbox: Sandbox, suite: Suite, sub: Submission,
+    def __init__(self, ctx: GradingContext, sandbox: Sandbox, suite: Suite, sub: Submission,
                  runtime_tag: str, *, depth: int) -> None:
-        self.g = grader
+        self.ctx = ctx
         self.sb = sandbox
         self.depth = depth  # batches whose containers are started ahead at once (0: none)
         self.suite = suite
@@ -170,7 +202,7 @@ class Worker:
         # Problems taken from the claim ahead of their turn (for their batches' standbys).
         self.queued: deque[Planned | ProblemResult] = deque()
 
-    def run(self, claim: Claim, finished: Callable[[ProblemResult], bool]) -> None:
+    def run(self, claim: Claim, finished: Callable[[Finished], bool]) -> None:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
         try:
@@ -178,7 +210,11 @@ class Worker:
                 cur = self.queued.popleft() if self.queued else self.open(claim())
                 if cur is None:
                     return
-                result = cur if isinstance(cur, ProblemResult) else self._grade(cur, claim)
+                if isinstance(cur, ProblemResult):
+                    result = Finished(result=cur)
+                else:
+                    result = Finished(result=self._grade(cur, claim), image_id=cur.image_id,
+                                      device_name=cur.device_name)
                 if not finished(result):
                     return
         finally:  # an interrupt, or the run stopped: no standby outlives the worker
@@ -209,8 +245,8 @@ class Worker:
             return self.failed(bundle, exc)
 
     def plan(self, bundle: ProblemBundle) -> Planned | ProblemResult:
-        g = self.g
-        shapes = select_shapes(bundle, g.cfg)
+        ctx = self.ctx
+        shapes = select_shapes(bundle, ctx.cfg)
         kernel = self.sub.kernel_path(bundle.id)
         if kernel is None:
             rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
@@ -218,29 +254,29 @@ class Worker:
                                  verdict=Verdict.MISSING, shapes=rs)
         rel = self.sub.manifest.problems[bundle.id].file
         source = kernel.read_text(encoding="utf-8", errors="replace")
-        static = g.detector.static(source, rel, bundle.problem.entry_names())
+        static = ctx.detector.static(source, rel, bundle.problem.entry_names())
         if not shapes:  # nothing to grade is never `passed` (issue 20): --fail-on sees it
-            return nothing_graded(bundle, g.cfg, static, rel)
+            return nothing_graded(bundle, ctx.cfg, static, rel)
         t0 = time.monotonic()
-        g.progress(f"{bundle.id}: image")
-        image = ensure(g.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
+        ctx.progress(f"{bundle.id}: image")
+        image = ensure(self.sb.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
         phases = {"image": time.monotonic() - t0}
-        g.images[bundle.id] = image.id
-        n_seeds = g.cfg.seeds_per_shape or self.suite.info.seeds_per_shape
-        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(g.secret, bundle.id, s.id, k))
+        n_seeds = ctx.cfg.seeds_per_shape or self.suite.info.seeds_per_shape
+        cases = [Case(id=f"{s.id}.{k}", shape=s,
+                      seed=derive_seed(ctx.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
         if self.sb.timing is not None:  # distinct input sets for the timed loop, checked too
             cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
-                           seed=derive_seed(g.secret, bundle.id, s.id, 1000 + k))
+                           seed=derive_seed(ctx.secret, bundle.id, s.id, 1000 + k))
                       for s in shapes for k in range(self.sb.timing.sets_per_shape)]
         if bundle.problem.interface == "module":
-            cases = [replace(c, module_seed=derive_module_seed(g.secret, c.seed))
+            cases = [replace(c, module_seed=derive_module_seed(ctx.secret, c.seed))
                      for c in cases]
         per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
-        parts = batching.batches(bundle.problem, shapes, per_shape, g.cfg.batch_bytes)
+        parts = batching.batches(bundle.problem, shapes, per_shape, ctx.cfg.batch_bytes)
         return Planned(bundle=bundle, kernel=kernel, rel=rel, source=source,
-                       static=static, image=image.tag, cases=cases, per_shape=per_shape,
-                       parts=parts, phases=phases)
+                       static=static, image=image.tag, image_id=image.id, cases=cases,
+                       per_shape=per_shape, parts=parts, phases=phases)
 
     def batch(self, plan: Planned, k: int) -> Batch | None:
         """Batch `k` of `plan` for run_pair, or None when it runs one container after the
@@ -248,7 +284,7 @@ class Worker:
         caps are not known before the reference has run). Made once: its standby and its run
         share it."""
         if k not in plan.batches:
-            problem, shapes, cfg = plan.bundle.problem, plan.parts[k], self.g.cfg
+            problem, shapes, cfg = plan.bundle.problem, plan.parts[k], self.ctx.cfg
             plan.batches[k] = None
             if cfg.overlap and batching.counted_bytes(problem, shapes, plan.per_shape):
                 plan.batches[k] = Batch(
@@ -259,7 +295,7 @@ class Worker:
         return plan.batches[k]
 
     def _reference_limits(self, plan: Planned, k: int) -> Limits:
-        return batching.reference_limits(self.g.cfg.reference_limits, plan.bundle.problem,
+        return batching.reference_limits(self.ctx.cfg.reference_limits, plan.bundle.problem,
                                          plan.parts[k], plan.per_shape,
                                          psutil.virtual_memory().available)
 
@@ -293,7 +329,7 @@ class Worker:
             if j in plan.standbys:
                 break
             batch = self.batch(plan, j)
-            refs = self._references()  # a round's cached batch runs its entry only
+            refs = self.ctx.references  # a round's cached batch runs its entry only
             if batch is None or (refs is not None and refs.has(self, plan, j)):
                 break
             try:
@@ -301,20 +337,16 @@ class Worker:
             except Exception as exc:  # not this batch's failure: it starts afresh in its turn
                 why = (exc.message if isinstance(exc, InfraError)
                        else f"{type(exc).__name__}: {exc}")
-                self.g.progress(f"{plan.label(j)}: cannot start its containers ahead: {why}")
+                self.ctx.progress(f"{plan.label(j)}: cannot start its containers ahead: {why}")
                 break
             started.append(plan.standbys[j])
         return Beside(tuple(started)) if started else None
-
-    def _references(self) -> ReferenceCache | None:
-        """A round's reference cache (grader/round/refcache.py); None for `grader run`."""
-        return getattr(self.g, "references", None)
 
     def grade_batch(self, plan: Planned, k: int, beside: Beside | None) -> None:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
         it can, else one after the other. `beside`: the standbys started with it, idle before
         any timed loop here starts. Adds to the plan's results, logs and phases."""
-        refs = self._references()  # a round's references, computed once (grader/round/)
+        refs = self.ctx.references  # a round's, computed once (grader/round/)
         if refs is not None and refs.grade(self, plan, k, beside):
             return
         plan.started = plan.started or time.monotonic()
@@ -322,20 +354,21 @@ class Worker:
         batch = self.batch(plan, k)
         got = None
         if batch is not None:
-            self.g.progress(f"{label}: reference and entry ({len(cases)} cases)")
+            self.ctx.progress(f"{label}: reference and entry ({len(cases)} cases)")
             with run_pair(self.sb, batch, standby=plan.standbys.pop(k, None),
                           beside=beside) as pair:
                 if pair.entry is not None:
                     if pair.entry_limits is not batch.entry_limits:
-                        self.g.progress(f"{label}: outputs larger than the problem counts; the "
-                                        "entry ran again after the reference, with caps to fit")
+                        self.ctx.progress(
+                            f"{label}: outputs larger than the problem counts; the entry ran "
+                            "again after the reference, with caps to fit")
                     got = _unusable(pair.reference, shapes, cases)
                     if got is None and refs is not None:
                         refs.keep(self, plan, k, pair.ref_dir)
                     got = got or self.judge(plan, shapes, cases, pair.reference, pair.entry,
                                             pair.entry_limits)
             if got is None:
-                self.g.progress(f"{label}: the reference failed beside the entry; again, one "
+                self.ctx.progress(f"{label}: the reference failed beside the entry; again, one "
                                 "after the other")
         if got is None:
             got = self._one_after_the_other(plan, k, beside)
@@ -348,25 +381,25 @@ class Worker:
             beside.settle()  # both containers here run timed loops
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
         problem = plan.bundle.problem
-        self.g.progress(f"{label}: reference ({len(cases)} cases)")
+        self.ctx.progress(f"{label}: reference ({len(cases)} cases)")
         with run_reference(self.sb, plan.image, cases, self._reference_limits(plan, k),
                            problem) as (ref, ref_dir):
             if (unusable := _unusable(ref, shapes, cases)) is not None:
                 return unusable
-            if (refs := self._references()) is not None:
+            if (refs := self.ctx.references) is not None:
                 refs.keep(self, plan, k, ref_dir)
-            limits = batching.entry_limits(self.g.cfg.entry_limits, ref_dir,
+            limits = batching.entry_limits(self.ctx.cfg.entry_limits, ref_dir,
                                            [c.id for c in cases])
-            self.g.progress(f"{label}: entry")
+            self.ctx.progress(f"{label}: entry")
             with run_entry(self.sb, plan.image, plan.kernel, cases, ref_dir, limits,
                            problem) as entry:
                 return self.judge(plan, shapes, cases, ref, entry, limits)
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: ContainerRun,
               entry: ContainerRun, limits: Limits) -> tuple[list[ShapeResult], str]:
-        g = self.g
+        ctx = self.ctx
         assert ref.out.result is not None  # _unusable said so
-        g.device_name = g.device_name or ref.out.result.device_name
+        plan.device_name = plan.device_name or ref.out.result.device_name
         ready = entry.out.ready
         add(plan.phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,
                           **harness_phases("reference", ref),
@@ -377,8 +410,8 @@ class Worker:
         t0 = time.monotonic()
         results = judge_problem(problem=plan.bundle.problem, shapes=shapes, cases=cases,
                                 reference=ref, entry=entry, static=plan.static,
-                                own_kernels=g.detector.own_kernels(plan.source),
-                                tracer=g.detector, max_output_bytes=limits.output_bytes,
+                                own_kernels=ctx.detector.own_kernels(plan.source),
+                                tracer=ctx.detector, max_output_bytes=limits.output_bytes,
                                 interpreter=self.sb.device == "cpu", source=plan.source)
         add(plan.phases, {"judge": time.monotonic() - t0})  # the host's own comparing
         return results, entry.exit.logs
@@ -386,9 +419,9 @@ class Worker:
     def finish(self, plan: Planned) -> ProblemResult:
         bundle = plan.bundle
         if not plan.results:
-            return nothing_graded(bundle, self.g.cfg, plan.static, plan.rel)
+            return nothing_graded(bundle, self.ctx.cfg, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])
-        self.g.progress(f"{bundle.id}: done ({verdict})")
+        self.ctx.progress(f"{bundle.id}: done ({verdict})")
         # From its first batch's start (what came before it ran beside the problem before),
         # and its image work.
         wall = plan.phases["image"] + time.monotonic() - (plan.started or time.monotonic())
@@ -408,8 +441,8 @@ class Worker:
             detail = f"host filesystem: {exc.strerror or exc}{where}"
         else:
             detail = f"grader bug: {type(exc).__name__}: {exc}"
-        self.g.progress(f"{bundle.id}: done (infra_error: {detail})")
-        rs = whole_problem(select_shapes(bundle, self.g.cfg), Verdict.INFRA_ERROR, detail,
+        self.ctx.progress(f"{bundle.id}: done (infra_error: {detail})")
+        rs = whole_problem(select_shapes(bundle, self.ctx.cfg), Verdict.INFRA_ERROR, detail,
                            tail("".join(traceback.format_exception(exc))))
         return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
                              verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)

@@ -163,7 +163,7 @@ def test_resume_grades_only_what_is_not_done(tmp_path: Path) -> None:
 def _fake_worker(seed: int = 7) -> tuple[SimpleNamespace, SimpleNamespace]:
     shape = SimpleNamespace(id="s", params={"n": 4})
     case = Case(id="s.0", shape=shape, seed=seed)  # type: ignore[arg-type]
-    w = SimpleNamespace(g=SimpleNamespace(cfg=SimpleNamespace(runtime=SimpleNamespace(
+    w = SimpleNamespace(ctx=SimpleNamespace(cfg=SimpleNamespace(runtime=SimpleNamespace(
         kind="cpu")), progress=lambda m: None), sb=SimpleNamespace(device="cpu", timing=None),
         suite=SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0")))
     plan = SimpleNamespace(bundle=SimpleNamespace(id="vector_add"), image="img:1",

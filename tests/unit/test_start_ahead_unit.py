@@ -110,7 +110,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     events: list[str] = []
     w = Worker.__new__(Worker)
     w.depth, w.queued, w.sb = depth, deque(), None
-    w.g = SimpleNamespace(progress=events.append)
+    w.ctx = SimpleNamespace(progress=events.append, references=None)
     w.ran = []
 
     def plan(pid: str | None) -> Planned | None:
@@ -120,6 +120,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
         p = Planned.__new__(Planned)
         p.bundle = SimpleNamespace(id=pid)  # type: ignore[assignment]
         p.parts, p.batches, p.standbys = [[]] * parts[pid], {}, {}
+        p.image_id = p.device_name = None
         return p
 
     def grade_batch(p: Planned, k: int, beside: problem_run.Beside | None) -> None:
