@@ -19,7 +19,7 @@ out=${2:-$repo/build/ci-local}
 # The job's environment (see the workflow's `env:`), with the CPU in place of the GPU.
 export GRADER_DEVICE=${GRADER_DEVICE:-cpu}
 export GRADER_RUNTIME=${GRADER_RUNTIME:-cpu}
-export FAIL_ON=${FAIL_ON:-fallback,incorrect,compile_error,runtime_error,timeout,resource_limit,policy_violation,tampering,missing,infra_error}
+export FAIL_ON=${FAIL_ON:-fallback,incorrect,compile_error,runtime_error,timeout,resource_limit,policy_violation,tampering,missing,unverified,reference_error,infra_error}
 export SUBMISSION_DIR
 # What the runner provides: a per-job temporary folder, the job summary file, a workspace.
 rm -rf "$out"

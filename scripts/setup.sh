@@ -34,4 +34,6 @@ if ! "$py" -c 'import torch, triton' >/dev/null 2>&1; then
 fi
 log "installing grader and its test tools"
 "$py" -m pip install -q -e ".[dev,ray]"  # ray: tests/integration/test_round.py's cluster
+# rich (terminal tables and progress) and jsonschema (the --json tests) come with the above.
+"$py" -c 'import rich, jsonschema' || { log "rich or jsonschema did not install"; exit 1; }
 log "ready: $(docker version --format 'docker engine {{.Server.Version}}')"

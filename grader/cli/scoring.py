@@ -19,10 +19,13 @@ def hardware() -> None:
 def hardware_list() -> None:
     """List the profiles."""
     from grader.scoring.hardware import list_hardware
+    from grader.terminal import render, table, width
 
-    for p in list_hardware():
-        perf = "" if p.is_performance else "  (not a performance profile)"
-        click.echo(f"{p.name:<16} {p.vendor:<7} {p.description[:70]}{perf}")
+    rows = [[p.name, p.vendor, p.description + ("" if p.is_performance
+                                                else " (not a performance profile)")]
+            for p in list_hardware()]
+    click.echo(render(table(["profile", "vendor", "description"], rows, left=3),
+                      width=width()), nl=False)
 
 
 @hardware.command("show")
@@ -73,13 +76,13 @@ def roofline() -> None:
 def roofline_derive(problem_dir: Path, shapes: tuple[str, ...], rtol: float, device: str) -> None:
     """Count the reference's FLOPs and unique bytes and check problem.toml's expressions."""
     from grader.scoring.derive import check
+    from grader.terminal import render, table, width
 
     rows = check(problem_dir, shapes=list(shapes) or None, rtol=rtol, device=device)
-    click.echo(f"{'shape':<28} {'flops expr':>14} {'derived':>14} {'bytes expr':>14} "
-               f"{'derived':>14}  ok")
-    for r in rows:
-        click.echo(f"{r.shape:<28} {r.expr_flops:>14.4g} {r.derived_flops:>14.4g} "
-                   f"{r.expr_bytes:>14.4g} {r.derived_bytes:>14.4g}  {'yes' if r.ok else 'NO'}")
+    cells = [[r.shape, f"{r.expr_flops:.4g}", f"{r.derived_flops:.4g}", f"{r.expr_bytes:.4g}",
+              f"{r.derived_bytes:.4g}", "yes" if r.ok else "NO"] for r in rows]
+    header = ["shape", "flops expr", "derived", "bytes expr", "derived", "ok"]
+    click.echo(render(table(header, cells), width=width()), nl=False)
     if not all(r.ok for r in rows):
         sys.exit(1)
 
@@ -98,6 +101,7 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> 
     from grader.report.render import load_report
     from grader.scoring.leaderboard import Scored, leaderboard_text
     from grader.scoring.leaderboard import leaderboard as rank
+    from grader.terminal import width
 
     entries = []
     for path in reports:
@@ -111,7 +115,7 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> 
         return
     if not board.timed:
         click.echo("warning: " + board.notes[0], err=True)
-    click.echo(leaderboard_text(board), nl=False)
+    click.echo(leaderboard_text(board, width=width()), nl=False)
 
 
 @click.command()
@@ -129,10 +133,11 @@ def compare(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None
     from grader.report.render import load_report
     from grader.scoring.across import compare as run_compare
     from grader.scoring.across import comparison_text
+    from grader.terminal import width
 
     cmp = run_compare([load_report(p) for p in reports], allow_mixed=allow_mixed)
-    click.echo(json.dumps(cmp.model_dump(), indent=2) if as_json else comparison_text(cmp),
-               nl=as_json)
+    click.echo(json.dumps(cmp.model_dump(), indent=2) if as_json
+               else comparison_text(cmp, width=width()), nl=as_json)
 
 
 def _suite_roots(suite_roots: tuple[Path, ...]) -> list[Path]:

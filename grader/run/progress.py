@@ -4,10 +4,14 @@ The grading loop (grade.Grader) reports with a plain `progress(msg: str)` callab
 nothing about terminals or log formats. `Progress` is that callable: it records the stage and
 decides how (or whether) to show it, by mode:
 
-- ``human``: one line per stage on stderr, e.g. ``[grader 0:42 eta 1:10] 2/3 rmsnorm: entry``;
-  chosen only when stderr is a terminal, so piped runs and CI logs stay clean.
+- ``live``: on a terminal, a live bar (rich, grader/terminal.py): spinner, the current
+  message, problems done of planned, elapsed time and ETA; each finished problem leaves a
+  line above it.
+- ``human``: plain lines, one per stage, e.g. ``[grader 0:42 eta 1:10 2/3 done] rmsnorm:
+  entry``: what ``live`` degrades to when stderr is not a terminal (a pipe, a CI log), with no
+  escape codes.
 - ``json``: one JSON object per line on stderr (``--log-format json``), for machines.
-- ``off``: nothing (``--quiet``, or a human run whose stderr is not a terminal).
+- ``off``: nothing (``--quiet``).
 
 The problem and stage come from keyword arguments when the caller gives them. Otherwise a
 message that starts with ``<planned problem id>: `` names its problem, and its next word names
@@ -33,7 +37,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
-Mode = Literal["human", "json", "off"]
+Mode = Literal["live", "human", "json", "off"]
 LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[str, ...] = ("human", "json")
 # The stages of one problem, in order; "runtime" is the run-wide image before any problem.
@@ -42,13 +46,14 @@ BATCH = re.compile(r" \[\d+/\d+\]$")
 
 
 def choose_mode(log_format: str, *, quiet: bool, stream: TextIO) -> Mode:
-    """`--quiet` silences everything; JSON lines always print; human lines only on a tty."""
+    """`--quiet` silences everything; JSON lines always print; a live bar on a terminal,
+    plain lines otherwise."""
     if quiet:
         return "off"
     if log_format == "json":
         return "json"
     isatty = getattr(stream, "isatty", None)
-    return "human" if callable(isatty) and isatty() else "off"
+    return "live" if callable(isatty) and isatty() else "human"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +114,7 @@ class Progress:
         # The ETA counts from the first problem: the run-wide runtime image (built once, maybe
         # for minutes) says nothing about how long a problem takes.
         self.first_problem_at: float | None = None
+        self.bar: LiveBar | None = None  # mode live, once the first event came
 
     @classmethod
     def for_cli(cls, log_format: str, *, quiet: bool, stream: TextIO | None = None) -> Progress:
@@ -144,6 +150,15 @@ class Progress:
         with self.lock:
             self.problem, self.stage = None, None
             self._emit("finish", "done", finished=True)
+        self.close()
+
+    def close(self) -> None:
+        """Stop the live bar, if any (also when the run failed): the terminal gets its cursor
+        back."""
+        with self.lock:
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
 
     # -- derived numbers ------------------------------------------------------------------
 
@@ -186,9 +201,52 @@ class Progress:
         self.events.append(ev)
         if self.mode == "off":
             return
+        if self.mode == "live":
+            self._live(ev)
+            return
         line = ev.as_json() if self.mode == "json" else human_line(ev)
         try:
             self.stream.write(line + "\n")
             self.stream.flush()
         except (OSError, ValueError):  # a closed pipe must not fail a grading run
             self.mode = "off"
+
+    def _live(self, ev: Event) -> None:
+        try:
+            if self.bar is None:
+                self.bar = LiveBar(self.stream)
+            self.bar.show(ev)
+        except (OSError, ValueError):  # a closed terminal must not fail a grading run
+            self.mode = "off"
+
+
+class LiveBar:
+    """The live display of mode `live` (rich): one bar over the problems planned."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+        from rich.progress import Progress as Bar
+
+        console = Console(file=stream, force_terminal=True, highlight=False, markup=False)
+        self.bar = Bar(SpinnerColumn(), TextColumn("{task.description}", markup=False),
+                       BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("eta {task.fields[eta]}", markup=False), console=console)
+        self.task = self.bar.add_task("grading", total=None, eta="-")
+        self.bar.start()
+
+    def show(self, ev: Event) -> None:
+        if (ev.event == "stage" and ev.stage == "done") or ev.event == "finish":
+            self.bar.console.print(human_line(ev))
+        self.bar.update(self.task, description=ev.message, completed=ev.done,
+                        total=ev.total or None,
+                        eta="-" if ev.eta_s is None else _clock(ev.eta_s))
+
+    def stop(self) -> None:
+        self.bar.stop()

@@ -232,7 +232,11 @@ def _grade(req: RunRequest, progress: Progress | None) -> Graded:
         progress.plan(planned_problems(cfg), workers=workers)
 
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
-    rep = with_entry_paths(grader.run())
+    try:
+        rep = with_entry_paths(grader.run())
+    except BaseException:
+        progress.close()  # a live bar gives the terminal back before the error is shown
+        raise
     if req.practice and found is not None:
         rep = practice_view(rep, found[0], load_hardware(rep.environment.hardware))
     progress.finish()

@@ -136,29 +136,26 @@ def compare(reports: Sequence[Report], *, allow_mixed: bool = False) -> Comparis
     )
 
 
-def comparison_text(cmp: Comparison) -> str:
-    """A plain table: S_i per run, then portability against the baseline. Each column is as
-    wide as its labels (nothing cut, two spaces between columns: issue 23 saw
-    `cpu-interprecpu-interpre`) and names its machine and, on a second line, its submission."""
-    first = max([len("S_agg decode"), *(len(p.problem) for p in cmp.problems)])
-    widths = [max(8, len(r.label), len(r.submission)) for r in cmp.runs]
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
-    def row(name: str, cells: list[str]) -> str:
-        return (name.ljust(first) + "".join(
-            "  " + c.rjust(w) for c, w in zip(cells, widths, strict=True))).rstrip()
 
-    def num(v: float | None) -> str:
-        return "-" if v is None else f"{v:.3f}"
+def comparison_text(cmp: Comparison, width: int | None = None) -> str:
+    """Two tables (rich, grader/terminal.py): S_i per run, then portability against the
+    baseline. Each column's header names its machine and, on a second line, its submission;
+    nothing is cut or run together (issue 23 saw `cpu-interprecpu-interpre`): on a terminal
+    (`width`) a long cell folds onto another line."""
+    from grader.terminal import render, table
 
-    head = [row("", [r.label for r in cmp.runs]), row("", [r.submission for r in cmp.runs])]
+    header = ["problem", *(f"{r.label}\n{r.submission}" for r in cmp.runs)]
+    s_rows = [[p.problem, *(_num(v) for v in p.s)] for p in cmp.problems]
+    s_rows.append(["S_agg", *(_num(r.s_agg) for r in cmp.runs)])
+    port = [[p.problem, *(_num(v) for v in p.portability)] for p in cmp.problems]
+    port.append(["S_agg", *(_num(v) for v in cmp.s_agg_ratio)])
+    port += [[f"S_agg {ph}", *(_num(v) for v in values)]
+             for ph, values in cmp.s_agg_ratio_by_phase.items()]
     subs = list(dict.fromkeys(r.submission for r in cmp.runs))
-    lines = [f"submission {', '.join(subs)}; baseline {cmp.baseline}", "", "S_i", *head]
-    lines += [row(p.problem, [num(v) for v in p.s]) for p in cmp.problems]
-    lines += [row("S_agg", [num(r.s_agg) for r in cmp.runs]), "",
-              f"portability (S on run / S on {cmp.baseline})", *head]
-    lines += [row(p.problem, [num(v) for v in p.portability]) for p in cmp.problems]
-    lines.append(row("S_agg", [num(v) for v in cmp.s_agg_ratio]))
-    for ph, values in cmp.s_agg_ratio_by_phase.items():
-        lines.append(row(f"S_agg {ph}", [num(v) for v in values]))
-    lines += [f"note: {n}" for n in cmp.notes]
-    return "\n".join(lines) + "\n"
+    return render(f"submission {', '.join(subs)}; baseline {cmp.baseline}", "",
+                  table(header, s_rows, title="S_i"), "",
+                  table(header, port, title=f"portability (S on run / S on {cmp.baseline})"),
+                  *(f"note: {n}" for n in cmp.notes), width=width)

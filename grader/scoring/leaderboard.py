@@ -143,29 +143,21 @@ def leaderboard(entries: Sequence[Scored], *, allow_mixed: bool = False) -> Lead
                        context=context, timed=timed, notes=notes)
 
 
-def _table(header: list[str], rows: list[list[str]], left: int) -> list[str]:
-    """Columns as wide as their widest cell (nothing cut), two spaces apart; the first
-    `left` columns left-aligned, the others right-aligned."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(c.ljust(w) if i < left else c.rjust(w)
-                      for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
-            for r in [header, *rows]]
+def leaderboard_text(board: Leaderboard, width: int | None = None) -> str:
+    """The board as a table (rich, grader/terminal.py): rank, submission, verdict counts,
+    S_agg, S_i per problem; then its warnings. `width`: a terminal's, to fit; None: natural
+    width, one row a line."""
+    from grader.terminal import render, table
 
-
-def leaderboard_text(board: Leaderboard) -> str:
-    """The board as a plain table: rank, submission, verdict counts, S_agg, S_i per problem;
-    then its warnings."""
     header = ["#", "submission", *COUNT_COLUMNS, "S_agg", *board.problems]
     rows = [[str(r.rank), r.submission, *(str(r.counts.get(c, 0)) for c in COUNT_COLUMNS),
              "-" if r.s_agg is None else f"{r.s_agg:.3f}",
              *("-" if r.problems.get(p) is None else f"{r.problems[p]:.3f}"
                for p in board.problems)] for r in board.rows]
-    lines = _table(header, rows, left=2)
-    if not board.timed:
-        lines.insert(0, "UNRANKED BY SPEED: " + board.notes[0])
-    lines += [f"warning: {n}" for n in board.notes[1:]]
+    before = ["UNRANKED BY SPEED: " + board.notes[0]] if not board.timed else []
+    after = [f"warning: {n}" for n in board.notes[1:]]
     if board.mixed:
         differing = [f for f, v in board.context.items() if len(v) > 1]
-        lines.append(f"warning: mixed reports ({', '.join(differing)} differ): scores are not "
+        after.append(f"warning: mixed reports ({', '.join(differing)} differ): scores are not "
                      "comparable between rows")
-    return "\n".join(lines) + "\n"
+    return render(*before, table(header, rows, left=2), *after, width=width)

@@ -27,12 +27,21 @@ def test_columns_name_machine_and_submission_uncut() -> None:
     assert "cpu-interprecpu-interpre" not in text
     head = text.splitlines()[3:5]
     assert head[0].split() == ["cpu-interpreter#1", "cpu-interpreter#2"]
-    assert head[1].split() == ["team-alpha-triton-v2", "team-beta-baseline"]
+    assert head[1].split() == ["problem", "team-alpha-triton-v2", "team-beta-baseline"]
     assert "team-alpha-triton-v2, team-beta-baseline" in text.splitlines()[0]
     assert any("different entries" in n for n in cmp.notes)
     # every row's numbers line up under their headers
     matmul = next(line for line in text.splitlines() if line.startswith("matmul"))
     assert len(matmul) == len(head[0]) == len(head[1])
+
+
+def test_on_a_narrow_terminal_the_table_folds_and_cuts_nothing() -> None:
+    reps = [_named("cpu-interpreter", A, "team-alpha-triton-v2", "a" * 64),
+            _named("cpu-interpreter", B, "team-beta-baseline", "b" * 64)]
+    text = comparison_text(compare(reps, allow_mixed=True), width=40)
+    assert all(len(line) <= 40 for line in text.splitlines())
+    assert "…" not in text and "cpu-interprecpu-interpre" not in text  # folded, never cut
+    assert "team-alpha-tr" in text and "iton-v2" in text
 
 
 def test_two_entries_without_the_flag_say_what_to_do() -> None:

@@ -51,8 +51,8 @@ def _drive(p: Progress, clock: FakeClock) -> None:
 
 
 @pytest.mark.parametrize(("log_format", "quiet", "tty", "mode"), [
-    ("human", False, True, "human"),
-    ("human", False, False, "off"),  # CI logs and pipes stay clean
+    ("human", False, True, "live"),
+    ("human", False, False, "human"),  # piped: plain lines, no escape codes
     ("human", True, True, "off"),
     ("json", False, False, "json"),
     ("json", False, True, "json"),
@@ -221,3 +221,23 @@ def test_threads_can_report_at_once() -> None:
     lines = [json.loads(line) for line in p.stream.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert len(lines) == 2 + 4 * len(ids)
     assert sorted(p.finished) == sorted(ids) and lines[-1]["done"] == 16
+
+
+def test_live_mode_draws_a_bar_and_leaves_a_line_per_finished_problem() -> None:
+    out, clock = Tty(), FakeClock()
+    p = _progress("live", out, clock)
+    _drive(p, clock)
+    text = out.getvalue()
+    assert "\x1b[" in text  # a terminal's escape codes: the live bar
+    for pid in ("vector_add", "rmsnorm", "matmul"):
+        assert f"{pid}: done (passed)" in text
+    assert p.bar is None  # finish() stopped it
+    p.close()  # closing twice is harmless
+
+
+def test_piped_human_lines_carry_no_escape_codes() -> None:
+    out, clock = io.StringIO(), FakeClock()
+    _drive(Progress.for_cli("human", quiet=False, stream=out), clock)
+    lines = out.getvalue().splitlines()
+    assert lines and "\x1b" not in out.getvalue()
+    assert lines[-1].endswith("done: 3/3 problem(s)")
