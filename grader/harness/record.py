@@ -55,13 +55,15 @@ class _Counts:
         self.launches: Counter[str] = Counter()
         self.bad_args: Counter[str] = Counter()
         self.exports: Counter[str] = Counter()
+        self.bf16: Counter[str] = Counter()  # interpreter ops on bf16 (trace.install_bf16_watch)
 
     def as_trace(self, kernels: list[dict[str, Any]]) -> dict[str, Any]:
         return {"torch_ops": dict(sorted(self.ops.items())),
                 "triton_launches": dict(sorted(self.launches.items())),
                 "device_kernels": kernels,
                 "launch_arg_types": dict(sorted(self.bad_args.items())),
-                "array_exports": dict(sorted(self.exports.items()))}
+                "array_exports": dict(sorted(self.exports.items())),
+                "interpreter_bf16": dict(sorted(self.bf16.items()))}
 
 
 class Recorder:
@@ -90,6 +92,10 @@ class Recorder:
             self.device_calls.start()
         install_triton_hooks(self._stack, self._on_launch, self._check_args, self._internal_wrap,
                              cuda=self.device == "cuda")
+        if self.device != "cuda":  # Triton's CPU interpreter: its bf16 arithmetic is wrong
+            from .trace import install_bf16_watch
+
+            install_bf16_watch(self._stack, self._on_bf16)
         for name in _EXPORTS:
             if hasattr(torch.Tensor, name):
                 self._stack.callback(setattr, torch.Tensor, name, getattr(torch.Tensor, name))
@@ -126,6 +132,11 @@ class Recorder:
     def _on_op(self, name: str) -> None:
         if not self._inside():
             self._counts_now().ops[name] += 1
+
+    def _on_bf16(self, op: str) -> None:
+        counts = self._counts_now()
+        with self._lock:
+            counts.bf16[op[:40]] += 1
 
     def _on_launch(self, name: str) -> None:
         counts = self._counts_now()

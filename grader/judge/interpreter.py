@@ -7,6 +7,11 @@ which (triton 3.9) rejects code that compiles and runs correctly on a GPU:
 - `tl.extra.libdevice` functions, which the interpreter implements as stubs returning None
   (`TypeError: cannot convert None ... to tensor`, `unsupported operand ... 'NoneType'`).
 
+- bf16 arithmetic: the interpreter holds bf16 as raw 16-bit patterns and applies numpy's
+  arithmetic to them (`+`, `tl.sum`, `tl.dot` all wrong; upstream triton-lang/triton#11584).
+  The entry's harness counts such ops (harness/trace.install_bf16_watch); a case whose
+  outputs are wrong after the interpreter computed on bf16 is `unverified`.
+
 A case that fails this way is `unverified` on this host: neither passed nor the entry's
 runtime error. Only errors raised inside a kernel body under the interpreter count (Triton
 wraps those in `InterpreterError`), and the libdevice sign only when the kernel file calls
@@ -39,6 +44,16 @@ def interpreter_limit(error: str | None, source: str) -> str | None:
         return ("Triton's CPU interpreter does not implement libdevice functions (they "
                 "return None there)")
     return None
+
+
+def bf16_limit(ops: dict[str, int] | None) -> str | None:
+    """Why a wrong output is the interpreter's bf16 arithmetic (the ops the entry's harness
+    saw it compute on bf16), or None when it computed none."""
+    if not ops:
+        return None
+    named = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items())[:6])
+    return ("Triton's CPU interpreter computed on bf16 operands, which it holds as raw bit "
+            f"patterns ({named}; triton-lang/triton#11584)")
 
 
 def unverified_detail(case_id: str, why: str) -> str:

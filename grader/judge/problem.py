@@ -14,7 +14,7 @@ from grader.detect.dynamic import CallEvidence, verdict_for
 from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import EXPECTED, OUTPUTS
-from grader.judge.interpreter import interpreter_limit, unverified_detail
+from grader.judge.interpreter import bf16_limit, interpreter_limit, unverified_detail
 from grader.judge.outputs import compare
 from grader.judge.timing import judge_timing
 from grader.results import Comparison, KernelTime, ShapeResult, Timing, Trace
@@ -318,10 +318,14 @@ def _judge_case(j: _Judging, case: Case, st: _Shape) -> None:
         return
     outcome = compare(expected, actual, j.problem)
     st.comparisons.append(outcome.comparison)
-    if not outcome.ok:
+    bf16 = (bf16_limit(rec.trace.interpreter_bf16) if j.interpreter and not outcome.ok
+            and rec.trace is not None else None)
+    if bf16 is not None:
+        st.add(Verdict.UNVERIFIED, unverified_detail(case.id, f"{bf16}; {outcome.detail}"))
+    elif not outcome.ok:
         st.add(Verdict.INCORRECT, f"seed {case.seed % 10000:04d}…: {outcome.detail}")
-        return
-    st.add(Verdict.PASSED)
+    else:
+        st.add(Verdict.PASSED)
 
 
 def _judge_timed(j: _Judging, shape: Shape, timed: list[Case], st: _Shape

@@ -86,6 +86,8 @@ class TraceRecord(_Model):
     # own types, and tensor methods that handed memory to another array library (record.py).
     launch_arg_types: dict[str, int] = Field(default_factory=dict, max_length=1000)
     array_exports: dict[str, int] = Field(default_factory=dict, max_length=100)
+    # Ops Triton's CPU interpreter computed on bf16 operands (wrong there: trace.py).
+    interpreter_bf16: dict[str, int] = Field(default_factory=dict, max_length=100)
 
 
 class DeviceRecord(_Model):

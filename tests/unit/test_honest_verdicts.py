@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from grader.detect.findings import Finding, Layer, Severity
-from grader.judge.interpreter import interpreter_limit
+from grader.judge.interpreter import bf16_limit, interpreter_limit
 from grader.judge.problem import judge_problem, reference_failure
 from grader.run.evidence import CaseRecord, OutDir, ResultFile
 from grader.run.jobs import Case, ContainerRun
@@ -143,3 +144,57 @@ def test_the_funnel_leaves_out_what_was_not_judged() -> None:
     got = funnel(shapes)
     assert (got.shapes, got.unverified, got.infra_errors) == (2, 1, 1)
     assert "unverified" in shapes[1].flags and "reference_error" in shapes[2].flags
+
+
+def _wrong(tmp: Path, bf16_ops: dict[str, int], *, interpreter: bool = True) -> Verdict:
+    from grader.run.evidence import TraceRecord
+
+    cases, ref, ent = _runs(tmp, torch.arange(8.0))  # wrong outputs
+    assert ent.out.result is not None
+    ent.out.result.cases["s.0"] = CaseRecord(ok=True, trace=TraceRecord(
+        interpreter_bf16=bf16_ops))
+    return judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases, reference=ref,
+                         entry=ent, static=[], own_kernels=set(), tracer=NoDetection(),
+                         max_output_bytes=1 << 20, interpreter=interpreter)[0].verdict
+
+
+def test_wrong_outputs_after_interpreted_bf16_arithmetic_are_unverified(tmp_path: Path
+                                                                        ) -> None:
+    assert _wrong(tmp_path, {"add": 3}) is Verdict.UNVERIFIED
+    # No bf16 arithmetic seen: an honest-looking wrong kernel is incorrect.
+    assert _wrong(tmp_path, {}) is Verdict.INCORRECT
+    # On a GPU the record means nothing: wrong is wrong.
+    assert _wrong(tmp_path, {"add": 3}, interpreter=False) is Verdict.INCORRECT
+    assert "bit patterns" in (bf16_limit({"add": 2, "dot": 1}) or "")
+    assert bf16_limit({}) is None and bf16_limit(None) is None
+
+
+def test_the_harness_sees_the_interpreters_bf16_arithmetic() -> None:
+    """The watch in the entry's harness, run here on Triton's interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import contextlib, torch, triton, triton.language as tl\n"
+        "from grader.harness.trace import install_bf16_watch\n"
+        "seen = []\n"
+        "@triton.jit\n"
+        "def k(x, o, n, WIDE: tl.constexpr, B: tl.constexpr):\n"
+        "    offs = tl.arange(0, B)\n"
+        "    v = tl.load(x + offs, mask=offs < n)\n"
+        "    if WIDE:\n"
+        "        v = v.to(tl.float32)\n"
+        "    tl.store(o + offs, (v + v).to(o.dtype.element_ty), mask=offs < n)\n"
+        "x = torch.rand(8, dtype=torch.bfloat16)\n"
+        "with contextlib.ExitStack() as stack:\n"
+        "    install_bf16_watch(stack, seen.append)\n"
+        "    k[(1,)](x, torch.empty_like(x), 8, WIDE=True, B=8)\n"
+        "    wide = len(seen)\n"
+        "    k[(1,)](x, torch.empty_like(x), 8, WIDE=False, B=8)\n"
+        "print(wide, sorted(set(seen)))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, check=False, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[0] == "0"  # widened to fp32 first: nothing seen
+    assert "'add'" in res.stdout
