@@ -14,13 +14,20 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from grader_harness.protocol import CHANNEL_ENV, ENTRY_MODE
+from grader_harness.protocol import CHANNEL_ENV, ENTRY_MODE, REFERENCE_MODE
 
-if sys.argv[1:2] == [ENTRY_MODE] and CHANNEL_ENV not in os.environ:
+args = sys.argv[1:]
+if args[:1] == [ENTRY_MODE] and CHANNEL_ENV not in os.environ:
     from grader_harness.warden import main as warden
 
-    sys.exit(warden([sys.executable, "-I", os.path.abspath(__file__), *sys.argv[1:]]))
+    sys.exit(warden([sys.executable, "-I", os.path.abspath(__file__), *args]))
+if args == [REFERENCE_MODE]:
+    from grader_harness.main import run_reference
 
-from grader_harness.main import main
+    sys.exit(run_reference())
+if args[:1] == [ENTRY_MODE]:
+    from grader_harness.entry import run_entry
 
-sys.exit(main())
+    sys.exit(run_entry(args[1:] or None))
+print("usage: boot.py reference | entry [CLASS ...]", file=sys.stderr)
+sys.exit(2)

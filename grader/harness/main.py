@@ -30,7 +30,7 @@ Standby (GRADER_STANDBY=1 in the environment; problem_run.Standby): either role 
              before the gate loads the entry's file or reads an input: the host starts a
              batch's containers while the batch before it still runs, and holds that batch's
              timed loops until these are idle here (at the gate, all of the above done).
-Module problems (`main.py entry CLASS...`): the job's "module" maps each case id to the
+Module problems (`boot.py entry CLASS...`): the job's "module" maps each case id to the
 constructor's keyword arguments and a seed; both sides build their class per case with them
 (modules.build_module), outside the trace and the timed loop, and call it in place of
 reference() / kernel().
@@ -54,7 +54,6 @@ from .protocol import (
     CASES_FILE,
     CHANNEL_ENV,
     DEVICE_ENV,
-    ENTRY_MODE,
     EXPECTED,
     FRAMES,
     GATE_FILE,
@@ -63,7 +62,6 @@ from .protocol import (
     JOB_FILE,
     OUTPUTS,
     REFERENCE_FILE,
-    REFERENCE_MODE,
     RESULT,
     RESULT_FILE,
     STANDBY_ENV,
@@ -363,15 +361,3 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
         return {"ok": True, **raw}
     except Exception as exc:
         return {"ok": False, "error": _excerpt(exc)}
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if args == [REFERENCE_MODE]:
-        return run_reference()
-    if args[:1] == [ENTRY_MODE]:
-        from .entry import run_entry
-
-        return run_entry(args[1:] or None)
-    print("usage: main.py reference | entry [CLASS ...]", file=sys.stderr)
-    return 2

@@ -198,7 +198,10 @@ import grader.harness.main as h
 mode, work, problem, entry = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
 h.IN, h.OUT = work / f"{mode}-in", work / f"{mode}-out"
 h.PROBLEM, h.ENTRY = problem, entry
-sys.exit(h.main([mode, *sys.argv[5:]]))
+if mode == "reference":
+    sys.exit(h.run_reference())
+from grader.harness.entry import run_entry  # after the paths above: it reads them at import
+sys.exit(run_entry(sys.argv[5:] or None))
 """
 
 
