@@ -73,3 +73,18 @@ def test_practice_shows_public_shapes_and_nothing_hidden(engine, runtime, tmp_pa
     assert leaks(outputs, (strings, hidden[1])) == []
     for text in outputs.values():
         assert b"SECRET-4711" not in text and b"98765" not in text
+
+
+def test_run_json_when_a_gate_trips(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [sys.executable, "-m", "grader", "run", str(REPO / "examples" / "triton"),
+         "--problem", "vector_add", "--json", "--fail-on", "passed", "-o", str(out)],
+        capture_output=True, text=True, cwd=REPO, check=False, timeout=900)
+    assert res.returncode == 3, res.stderr
+    data = json.loads(res.stdout)
+    jsonschema.validate(data, json.loads((REPO / "docs/schemas/run.schema.json").read_text()))
+    assert not data["ok"] and data["exit_code"] == 3 and data["error"]["kind"] == "VerdictGate"
+    assert data["verdicts"] == {"passed": 1} and not data["practice"]
+    assert data["reports"]["json"] == str(out / "report.json")
+    assert "shapes in 1 problems" in res.stderr  # the summary line, on stderr
