@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from grader import __version__
+from grader.cli.options import formats_option, gpu_list
 from grader.errors import GraderError
 from grader.report.render import FORMATS
 from grader.run.progress import LOG_FORMATS
@@ -28,25 +29,6 @@ def _verdict_set(value: str) -> frozenset[Verdict]:
         raise click.BadParameter(
             f"{value!r}: expected verdicts among {', '.join(v.value for v in Verdict)}"
         ) from None
-
-
-def _formats(value: str) -> tuple[str, ...]:
-    out = tuple(f.strip() for f in value.split(",") if f.strip())
-    bad = [f for f in out if f not in FORMATS]
-    if bad:
-        raise click.BadParameter(f"unknown format {bad[0]!r}; choose from {', '.join(FORMATS)}")
-    return out
-
-
-def _gpu_list(_ctx: click.Context, _param: click.Parameter, value: str | None
-              ) -> tuple[int, ...] | None:
-    """--gpus 0,1,3 -> (0, 1, 3)."""
-    if value is None:
-        return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items or not all(v.isdigit() and int(v) < 64 for v in items):
-        raise click.BadParameter(f"{value!r}: expected GPU indices 0-63, comma-separated")
-    return tuple(int(v) for v in items)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,7 +67,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
               help="Wall-clock limit of each entry container, seconds.")
 @click.option("--format", "formats", default="json,html", show_default=True, callback=lambda c,
-              p, v: _formats(v), help=f"Comma-separated, of: {', '.join(FORMATS)}.")
+              p, v: formats_option(v), help=f"Comma-separated, of: {', '.join(FORMATS)}.")
 @click.option("--public", is_flag=True,
               help="Reports meant for publication (a CI summary): html, md and junit leave "
               "the entry's output out but for compile and runtime errors; report.json keeps it.")
@@ -105,7 +87,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
               help="Hardware profile for the roofline; auto: matched to the GPU's name.")
 @click.option("--gpu", "gpus", type=click.IntRange(0, 63), multiple=True, default=[0],
               show_default=True, help="GPU to grade on; repeat for one worker per GPU.")
-@click.option("--gpus", "gpu_list", callback=_gpu_list, default=None, metavar="N,N,...",
+@click.option("--gpus", "gpu_list", callback=gpu_list, default=None, metavar="N,N,...",
               help="GPUs to grade on, comma-separated (0,1,2): the same as repeating --gpu.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
               help="--device cpu: problems graded at once.")
@@ -169,7 +151,7 @@ def schema(name: str) -> None:
 @cli.command()
 @click.argument("report_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--format", "formats", default="html", show_default=True,
-              callback=lambda c, p, v: _formats(v), help="Formats to write.")
+              callback=lambda c, p, v: formats_option(v), help="Formats to write.")
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Folder to write into (default: beside REPORT_JSON).")
 @click.option("--public", is_flag=True,
@@ -196,7 +178,7 @@ def main() -> None:
     cli_scoring.register(cli)
     cli_import.register(cli)
     cli_suite.register(cli)
-    from grader.round import cli as cli_round  # grader round, grader round verify
+    from grader.cli import round as cli_round  # grader round, grader round verify
 
     cli_round.register(cli)
     debug = "--debug" in sys.argv[1:]

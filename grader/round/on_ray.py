@@ -30,6 +30,8 @@ from grader.errors import UsageError
 from grader.results import Report
 from grader.round.entry import Graded, grade_entry
 from grader.round.model import Manifest, ManifestEntry, Outcome
+from grader.round.request import RoundRequest, entry_request, record
+from grader.round.request import suite_digest as digest_of
 from grader.round.store import RoundDir
 from grader.run.progress import Progress
 from grader.suite.load import find_suite
@@ -51,8 +53,6 @@ def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: st
                suite_digest: str, shared: bool) -> dict[str, str | None]:
     """Runs on a node: grade one entry there; the report and outcome as JSON for the driver."""
     import ray
-
-    from grader.round.run import suite_digest as digest_of
 
     node = ray.get_runtime_context().get_node_id()
     base = Path(tempfile.gettempdir()) / "grader-round" / round_id
@@ -88,11 +88,10 @@ class _Run:
         self.suite_roots = suite_roots
 
 
-def grade_on_ray(req: Any, rd: RoundDir, manifest: Manifest, todo: list[ManifestEntry],
+def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list[ManifestEntry],
                  secret: bytes, progress: Any) -> None:
     """Submit one task per entry of `todo`; write each result as it comes back."""
     from grader.paths import PROBLEM_BUNDLES
-    from grader.round.run import entry_request, record
 
     ray = _import_ray()
     if not todo:

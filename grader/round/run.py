@@ -10,74 +10,47 @@ side, one per GPU.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import threading
 import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
 from grader import __version__
 from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
 from grader.paths import PROBLEM_BUNDLES
-from grader.report.render import write_reports
 from grader.results import Report
 from grader.round.board import build_board
 from grader.round.commit import (
     differences,
     file_sha256,
     make_commitment,
-    report_differences,
     round_images,
 )
 from grader.round.entries import find_entries, stage
-from grader.round.entry import Graded, grade_entry
+from grader.round.entry import grade_entry
 from grader.round.model import (
     Board,
     Commitment,
     Manifest,
     ManifestEntry,
-    Outcome,
     Settings,
     SuiteRef,
 )
 from grader.round.render import RENDERERS
-from grader.round.store import SECRET, RoundDir
+from grader.round.request import RoundRequest, entry_request, record, suite_digest
+from grader.round.store import RoundDir
 from grader.run.checkpoint import commitment, host_fs
 from grader.run.grading import Progress
-from grader.run.runner import RunRequest, to_config
+from grader.run.runner import to_config
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
 from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
-
-
-@dataclass(frozen=True, kw_only=True)
-class RoundRequest:
-    paths: tuple[Path, ...]
-    suite: str
-    out_dir: Path
-    run: RunRequest  # every entry's options (its bundle and out_dir are set per entry)
-    resume: bool = False
-    shared_references: bool = True
-    ray: str | None = None  # None: this host; "auto" or a cluster's address
-    formats: tuple[str, ...] = ("json", "html")  # each entry's reports (json always)
-
-
-def suite_digest(suite: Suite) -> str:
-    """The suite's content hash: suite.toml, weights.toml and each problem's trusted files."""
-    h = hashlib.sha256()
-    for name in ("suite.toml", "weights.toml"):
-        h.update(name.encode() + b"\0" + hashlib.sha256(
-            (suite.directory / name).read_bytes()).digest())
-    for pid in sorted(suite.problems):
-        h.update(pid.encode() + b"\0" + suite.problems[pid].digest().encode())
-    return h.hexdigest()
 
 
 def settings_of(req: RoundRequest) -> Settings:
@@ -202,37 +175,6 @@ def check_round_dir(req: RoundRequest, rd: RoundDir) -> None:
         raise ExposedHostPath("--runtime host would let entries read the round's folder:\n    "
                               + "\n    ".join(found),
                               hint="keep the round folder outside the interpreter's install")
-
-
-def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret: bytes,
-                  out_dir: Path | None = None) -> RunRequest:
-    assert entry.bundle is not None
-    formats = tuple(dict.fromkeys(("json", *req.formats)))
-    return replace(req.run, bundle=rd.root / entry.bundle,
-                   out_dir=out_dir or rd.entry_dir(entry.name), seed_secret=secret.hex(),
-                   formats=formats, resume=False, fail_on=frozenset())
-
-
-def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
-    """Write an entry's reports, then its outcome (the checkpoint says graded only once its
-    report.json is whole)."""
-    outcome = got.outcome
-    if got.report is not None:
-        formats = list(dict.fromkeys(("json", *req.formats)))
-        with host_fs(f"cannot write the reports of {outcome.name}"):
-            write_reports(got.report, rd.entry_dir(outcome.name), formats)
-        outcome = outcome.model_copy(update={"report_sha256": rd.report_sha256(outcome.name)})
-        committed = rd.load_commitment()
-        if committed is not None:
-            for diff in report_differences(committed, got.report, ids=outcome.node is None):
-                click.echo(f"warning: {outcome.name}: not the committed image: {diff}",
-                           err=True)
-    rd.save_outcome(outcome)
-    # The entry's grading kept a copy of the round's secret beside its own checkpoint
-    # (run/checkpoint.py); the round passes the secret to every grading, so the copy serves
-    # nothing and would leak the secret with a published entry folder.
-    (rd.entry_dir(outcome.name) / SECRET).unlink(missing_ok=True)
-    return outcome
 
 
 def pending(manifest: Manifest, rd: RoundDir) -> list[ManifestEntry]:

@@ -24,7 +24,7 @@ from grader.round.board import build_board
 from grader.round.commit import report_differences
 from grader.round.entries import sha256_file
 from grader.round.model import Board, Commitment, Manifest, Outcome
-from grader.round.run import suite_digest
+from grader.round.request import suite_digest
 from grader.round.store import RoundDir
 from grader.run.checkpoint import commitment
 from grader.suite.load import find_suite

@@ -12,7 +12,7 @@ import click
 from grader.run.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
-    from grader.round.run import RoundRequest
+    from grader.round.request import RoundRequest
 
 
 class _DefaultGrade(click.Group):
@@ -80,20 +80,20 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
              cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
              seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
              jobs: int, no_shared_references: bool, **_: object) -> RoundRequest:
-    from grader.cli.main import _formats, _gpu_list
-    from grader.round.run import RoundRequest
+    from grader.cli.options import formats_option, gpu_list
+    from grader.round.request import RoundRequest
     from grader.run.runner import RunRequest, to_config
 
-    gpu_list = _gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
+    gpus_ = gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
     run = RunRequest(bundle=Path("-"), out_dir=out_dir, suite_roots=suite_roots, policy=policy,
                      device=device, shapes=shapes, problems=problems, seeds=seeds,
                      timeout=timeout, seed_secret=seed_secret, runtime=runtime, python=python,
-                     cuda_base=cuda_base, hardware=hardware, gpus=gpu_list, jobs=jobs,
+                     cuda_base=cuda_base, hardware=hardware, gpus=gpus_, jobs=jobs,
                      quiet=True)
     to_config(run)  # the options' own checks (--seed-secret, --device cuda --runtime cpu)
     return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
                         shared_references=not no_shared_references, ray=ray,
-                        formats=_formats(formats))
+                        formats=formats_option(formats))
 
 
 @round_.command("grade")
@@ -203,7 +203,7 @@ def verify_report_cmd(report: Path, secret: str, bundle: Path | None,
     """Grade REPORT's bundle again under its revealed secret and confirm that every verdict
     reproduces and, on the same kind of GPU, every timing and score within the report's
     noise (exit 6 on a mismatch; a secret that is not the report's is refused, exit 2)."""
-    from grader.cli.main import _gpu_list
+    from grader.cli.options import gpu_list
     from grader.errors import RoundMismatch
     from grader.round.reproduce import VerifyRequest, verify_report
     from grader.run.progress import Progress
@@ -212,7 +212,7 @@ def verify_report_cmd(report: Path, secret: str, bundle: Path | None,
                         suite_roots=suite_roots, runtime=runtime, python=python,
                         cuda_base=cuda_base, timeout=timeout, noise_scale=noise_scale,
                         keep=keep,
-                        gpus=_gpu_list(click.get_current_context(), None, gpus) or (0,))  # type: ignore[arg-type]
+                        gpus=gpu_list(click.get_current_context(), None, gpus) or (0,))  # type: ignore[arg-type]
     old, new, got = verify_report(req, Progress.for_cli(log_format, quiet=quiet))
     click.echo(f"{old.submission.name}: the secret matches the report's seed commitment; "
                f"graded again on {new.environment.device}")

@@ -1,0 +1,26 @@
+"""Option values the command groups share, parsed and checked (comma-separated lists)."""
+
+from __future__ import annotations
+
+import click
+
+from grader.report.render import FORMATS
+
+
+def formats_option(value: str) -> tuple[str, ...]:
+    out = tuple(f.strip() for f in value.split(",") if f.strip())
+    bad = [f for f in out if f not in FORMATS]
+    if bad:
+        raise click.BadParameter(f"unknown format {bad[0]!r}; choose from {', '.join(FORMATS)}")
+    return out
+
+
+def gpu_list(_ctx: click.Context, _param: click.Parameter, value: str | None
+              ) -> tuple[int, ...] | None:
+    """--gpus 0,1,3 -> (0, 1, 3)."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items or not all(v.isdigit() and int(v) < 64 for v in items):
+        raise click.BadParameter(f"{value!r}: expected GPU indices 0-63, comma-separated")
+    return tuple(int(v) for v in items)

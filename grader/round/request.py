@@ -1,0 +1,74 @@
+"""One round's request, and what the round does for each entry wherever the entry is graded
+(on this host, run.py; on a Ray node, on_ray.py): its `grader run` options, and the record
+of its outcome in the round folder."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import click
+
+from grader.report.render import write_reports
+from grader.round.commit import report_differences
+from grader.round.entry import Graded
+from grader.round.model import ManifestEntry, Outcome
+from grader.round.store import SECRET, RoundDir
+from grader.run.checkpoint import host_fs
+from grader.run.runner import RunRequest
+from grader.suite.load import Suite
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundRequest:
+    paths: tuple[Path, ...]
+    suite: str
+    out_dir: Path
+    run: RunRequest  # every entry's options (its bundle and out_dir are set per entry)
+    resume: bool = False
+    shared_references: bool = True
+    ray: str | None = None  # None: this host; "auto" or a cluster's address
+    formats: tuple[str, ...] = ("json", "html")  # each entry's reports (json always)
+
+
+def suite_digest(suite: Suite) -> str:
+    """The suite's content hash: suite.toml, weights.toml and each problem's trusted files."""
+    h = hashlib.sha256()
+    for name in ("suite.toml", "weights.toml"):
+        h.update(name.encode() + b"\0" + hashlib.sha256(
+            (suite.directory / name).read_bytes()).digest())
+    for pid in sorted(suite.problems):
+        h.update(pid.encode() + b"\0" + suite.problems[pid].digest().encode())
+    return h.hexdigest()
+
+
+def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret: bytes,
+                  out_dir: Path | None = None) -> RunRequest:
+    assert entry.bundle is not None
+    formats = tuple(dict.fromkeys(("json", *req.formats)))
+    return replace(req.run, bundle=rd.root / entry.bundle,
+                   out_dir=out_dir or rd.entry_dir(entry.name), seed_secret=secret.hex(),
+                   formats=formats, resume=False, fail_on=frozenset())
+
+
+def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
+    """Write an entry's reports, then its outcome (the checkpoint says graded only once its
+    report.json is whole)."""
+    outcome = got.outcome
+    if got.report is not None:
+        formats = list(dict.fromkeys(("json", *req.formats)))
+        with host_fs(f"cannot write the reports of {outcome.name}"):
+            write_reports(got.report, rd.entry_dir(outcome.name), formats)
+        outcome = outcome.model_copy(update={"report_sha256": rd.report_sha256(outcome.name)})
+        committed = rd.load_commitment()
+        if committed is not None:
+            for diff in report_differences(committed, got.report, ids=outcome.node is None):
+                click.echo(f"warning: {outcome.name}: not the committed image: {diff}",
+                           err=True)
+    rd.save_outcome(outcome)
+    # The entry's grading kept a copy of the round's secret beside its own checkpoint
+    # (run/checkpoint.py); the round passes the secret to every grading, so the copy serves
+    # nothing and would leak the secret with a published entry folder.
+    (rd.entry_dir(outcome.name) / SECRET).unlink(missing_ok=True)
+    return outcome
