@@ -163,8 +163,8 @@ def release(suite: str, out: Path, suite_roots: tuple[Path, ...], no_run_check: 
     """Write the kit agents get for SUITE: specs, references, public shapes; nothing hidden.
     Refuses (exit 21) a suite whose reference does not import or fails on its smallest
     shape on the CPU."""
-    from grader.scoring.release import build_kit
     from grader.suite.load import find_suite
+    from grader.suite.release_kit import build_kit
     from grader.suite.selfcheck import self_check
 
     found = find_suite(suite, _suite_roots(suite_roots))

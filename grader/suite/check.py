@@ -98,7 +98,7 @@ def roofline_errors(bundle: ProblemBundle) -> list[str]:
 
 def kit_error(suite: Suite) -> tuple[str | None, int]:
     """Why the release kit does not build (None when it does), and its size."""
-    from grader.scoring.release import build_kit
+    from grader.suite.release_kit import build_kit
 
     try:
         return None, len(build_kit(suite))

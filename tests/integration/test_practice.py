@@ -15,8 +15,8 @@ import pytest
 
 from grader import __version__
 from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.scoring.release import hidden_values, leaks
 from grader.suite.load import load_suite
+from grader.suite.release_kit import hidden_values, leaks
 
 pytestmark = pytest.mark.docker
 FORMATS = "json,html,md,junit,sarif"

@@ -19,8 +19,8 @@ from grader.importers import ImportOptions, import_suite
 from grader.importers.common import problem_id, shape_id
 from grader.paths import REPO
 from grader.scoring.derive import check, load_reference
-from grader.scoring.release import build_kit, kit_files
 from grader.suite.load import Suite, load_suite
+from grader.suite.release_kit import build_kit, kit_files
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
 ATREX = FIXTURES / "atrex"

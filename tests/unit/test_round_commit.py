@@ -252,3 +252,39 @@ def test_compare_on_the_same_gpu_checks_timings_within_the_noise() -> None:
     elsewhere = _report([Verdict.PASSED] * 2, gpu="NVIDIA A100", medians=[30.0, 500.0])
     got = compare(old, elsewhere)
     assert not got.mismatches and "verdicts only" in got.timings and "A100" in got.timings
+
+
+def test_a_regrade_the_grader_failed_confirms_nothing(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An infra_error in the re-grade is this host's failure: InfraError (exit 30), never a
+    mismatch held against the report (grading faked: no Docker here)."""
+    from grader.errors import InfraError
+    from grader.round import reproduce
+
+    suite = load_suite(PROBLEM_BUNDLES / "demo")
+    smoke = [s.id for s in suite.problems["vector_add"].problem.shapes if s.smoke]
+    bundle = tmp_path / "a.tar"
+    bundle.write_bytes(b"a" * 100)
+    from grader.round.entries import sha256_file
+
+    rep = _report([Verdict.PASSED] * len(smoke), shape_ids=smoke, sha=sha256_file(bundle))
+    rep = rep.model_copy(update={"suite": rep.suite.model_copy(
+        update={"version": suite.info.version})})
+    path = tmp_path / "report.json"
+    path.write_text(rep.model_dump_json())
+    seen = []
+
+    def fake(req, cache, progress):  # type: ignore[no-untyped-def]
+        seen.append(req)
+        return _report([Verdict.INFRA_ERROR] * len(smoke), shape_ids=smoke)
+
+    monkeypatch.setattr(reproduce, "run_grader", fake)
+    req = VerifyRequest(report=path, secret_hex=SECRET.hex(), bundle=bundle)
+    with pytest.raises(InfraError, match="nothing is confirmed"):
+        reproduce.verify_report(req, lambda msg: None)
+    [run] = seen
+    assert (run.bundle, run.seed_secret, run.device, run.shapes, run.problems) == (
+        bundle, SECRET.hex(), "cpu", "auto", ("vector_add",))
+    monkeypatch.setattr(reproduce, "run_grader", lambda req, cache, progress: rep)
+    old, new, got = reproduce.verify_report(req, lambda msg: None)
+    assert old == new and not got.mismatches
