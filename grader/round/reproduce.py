@@ -13,7 +13,9 @@ Then every problem's and shape's verdict must be the report's. Timings are compa
 when both gradings ran on the same kind of GPU (the same hardware profile and device name):
 each shape's median within the noise the two gradings measured (the larger of their
 inter-quartile ranges, times `noise_scale`), and its score S within what that band allows.
-On the CPU, Triton's interpreter times nothing: verdicts only, and the output says so.
+On the CPU, Triton's interpreter times nothing: verdicts only, and the output says so. A
+re-grade that the grader itself failed (infra_error) is this host's failure: an InfraError,
+never a mismatch held against the report.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from grader.errors import UsageError
+from grader.errors import InfraError, UsageError
 from grader.paths import PROBLEM_BUNDLES
 from grader.results import Report, ShapeResult
 from grader.round.entries import sha256_file
@@ -41,6 +43,7 @@ from grader.run.runner import RunRequest
 from grader.run.worker import select_shapes
 from grader.scoring.units import ShapeScore
 from grader.suite.load import Suite, find_suite
+from grader.verdicts import Verdict
 
 Progress = Callable[[str], None]
 SELECTIONS: tuple[ShapeSelection, ...] = ("auto", "smoke", "scored", "all")
@@ -196,6 +199,13 @@ def verify_report(req: VerifyRequest, progress: Progress) -> tuple[Report, Repor
                                                  encoding="utf-8")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    failed = [f"{p.id}/{s.id}" for p in new.problems for s in p.shapes
+              if s.verdict == Verdict.INFRA_ERROR] + [
+        p.id for p in new.problems if not p.shapes and p.verdict == Verdict.INFRA_ERROR]
+    if failed:  # the grader's failure here says nothing of the report: no verdict on it
+        raise InfraError(f"the re-grade failed on this host for {', '.join(failed[:5])}"
+                         f"{' ...' if len(failed) > 5 else ''}: nothing is confirmed or "
+                         "refuted", hint="fix the host (grader doctor), then verify again")
     return old, new, compare(old, new, noise_scale=req.noise_scale)
 
 
