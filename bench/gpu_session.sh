@@ -30,6 +30,9 @@
 #                    left of the call less 30 s: per-entry wall time and where it went, first
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/
+#   verify:NAME      grader verify of the grading NAME made earlier in this call (its report,
+#                    secret and bundle): every verdict, and the timings and scores within
+#                    their noise, reproduced on this GPU -> $OUT/verify-NAME.txt
 #   bare             bench/baseline_bare.py on llm-inference (solutions, PyTorch entry,
 #                    reference in one bare process) -> $OUT/bare.json and the table
 #   overhead         bench/overhead.py over every report graded so far in this call
@@ -131,6 +134,12 @@ for step in "${steps[@]}"; do
                [ -f "$r" ] && cp "$r" "$OUT/$name/$(basename "$(dirname "$r")").json"
              done
              cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null ;;
+    verify:*) name=${step#verify:}
+              left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 20 ))
+              if [ "$left" -lt 30 ]; then echo "$step: skipped, ${left} s left"; continue; fi
+              timeout "$left" python3 -m grader verify "/tmp/rep-$name/report.json" \
+                --secret "$(cat "/tmp/rep-$name/seed.secret")" --bundle "/tmp/$name.tar" \
+                --python "$PY" -q 2>&1 | tee "$OUT/verify-$name.txt" ;;
     bare) python3 bench/baseline_bare.py --seeds 1 --budget 1.0 -o "$OUT/bare.json" \
             2>&1 | tail -n 3
           python3 bench/baseline.py --bare "$OUT/bare.json" 2>&1 | tee "$OUT/baseline.md" ;;
