@@ -27,7 +27,7 @@
 #   round:SUITE[:P,..[:N]]  bench/round_speed.py: a round of N entries (default 3: our Triton
 #                    solutions, the PyTorch baseline, the solutions again; for demo the two
 #                    examples) on SUITE (optionally only problems P,..), stopped at what is
-#                    left of the call less 30 s: per-entry wall time and where it went, first
+#                    left of the call less 60 s: per-entry wall time and where it went, first
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/
 #   verify:NAME      grader verify of the grading NAME made earlier in this call (its report,
@@ -123,7 +123,9 @@ for step in "${steps[@]}"; do
              name=round-$suite${only:+-${only//,/-}}
              ropts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
-             left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 30 ))
+             # 60 s kept for the round's stop (SIGINT, up to 20 s of clean-up), the reaping
+             # of what it left, and packing $OUT
+             left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 60 ))
              if [ "$left" -lt 60 ]; then echo "$step: skipped, ${left} s left"; continue; fi
              rm -rf "/tmp/$name"
              python3 bench/round_speed.py --suite "$suite" -n "${n:-3}" "${ropts[@]}" \

@@ -170,7 +170,7 @@ def run_round(cmd: list[str], limit_s: float | None) -> tuple[int | None, float,
     except subprocess.TimeoutExpired:
         pass
     wall = time.monotonic() - t0
-    for sig, grace in ((signal.SIGINT, 30), (signal.SIGKILL, None)):
+    for sig, grace in ((signal.SIGINT, 20), (signal.SIGKILL, None)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:  # it ended meanwhile
