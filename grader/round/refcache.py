@@ -123,7 +123,7 @@ class ReferenceCache:
         only; False (nothing done) when the cache does not have it.
 
         The entry's limits are those `grader run` would give it: from the problem's count,
-        raised when the reference's outputs need more (problem_run.run_pair), or from the
+        raised when the reference's outputs need more (run.batch.run_pair), or from the
         outputs alone when the batch runs one container after the other."""
         cases, shapes = plan.part_cases(k), plan.parts[k]
         key = batch_key(w, plan, cases)

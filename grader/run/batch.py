@@ -97,7 +97,7 @@ class Batch:
     kernel_file: Path
     cases: list[Case]
     ref_limits: Limits
-    # From the problem's count of bytes (batching.entry_limits_from_count), before any
+    # From the problem's count of bytes (run.plan.entry_limits_from_count), before any
     # output exists; run_pair raises them when the reference's outputs prove them too small.
     entry_limits: Limits
     problem: Problem | None = None  # None: a function-style problem
@@ -237,7 +237,7 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
     slots written: on the H200, 2026-12-01, its honest entry filled the cap) is caught once
     the reference has written them: the entry's container is stopped before its job, and the
     entry runs again once the reference has exited, under the limits its outputs call for
-    (batching.entry_limits)."""
+    (run.plan.entry_limits)."""
     assert standby is None or standby.batch is batch
     with contextlib.ExitStack() as stack:
         if standby is not None:

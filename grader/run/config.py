@@ -37,9 +37,9 @@ class RunConfig:
     resume: bool = False  # finish the run checkpointed in out_dir (see grader/run/checkpoint.py)
     seeds_per_shape: int | None = None  # None: the suite's setting
     # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
-    # (batching.py): the inputs cross between containers as files.
+    # (run/plan.py): the inputs cross between containers as files.
     batch_bytes: int = 8 << 30
-    # The reference's container and the entry's side by side (problem_run.run_pair): the
+    # The reference's container and the entry's side by side (run.batch.run_pair): the
     # entry imports while the reference computes. False: one after the other.
     overlap: bool = True
     # Each batch's containers started while the batch before it runs, waiting at a gate after

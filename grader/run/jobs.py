@@ -1,5 +1,5 @@
 """What each container of a batch is given: its interpreter, environment and binds (its
-spec), its folders, and its job; and the shared types of a batch's runs (problem_run.py runs
+spec), its folders, and its job; and the shared types of a batch's runs (run/batch.py runs
 them).
 """
 
@@ -152,7 +152,7 @@ def timing_job(sb: Sandbox, cases: list[Case], *, reference: bool, hold: bool = 
 def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
                    masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
                    ) -> ContainerSpec:
-    """A container of this batch; `gated`: a standby's (problem_run.Standby)."""
+    """A container of this batch; `gated`: a standby's (run.batch.Standby)."""
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", DEVICE_ENV: sb.device,
            "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"

@@ -1,6 +1,6 @@
 """How one problem's cases are split into container runs, and the limits each run gets.
 
-Inputs cross between the containers as files (problem_run): the reference writes every case's
+Inputs cross between the containers as files (run/batch.py): the reference writes every case's
 inputs and outputs into a capped host tmpfs, the host links the inputs into the entry's input
 folder there, and the entry writes its outputs into a capped tmpfs of its own. At production
 shapes a problem's inputs reach tens of GiB (llm-inference's fused_moe: about 55 GiB over its cases,
@@ -88,7 +88,7 @@ def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[s
 
 def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
                             cases_per_shape: dict[str, int]) -> Limits:
-    """The entry's limits for a batch before the reference has run (problem_run.run_pair):
+    """The entry's limits for a batch before the reference has run (run.batch.run_pair):
     from the problem's count of bytes, inputs and outputs together, so that an honest entry
     fits; a little looser than entry_limits, still bounded by the problem's own size."""
     counted = counted_bytes(problem, shapes, cases_per_shape)

@@ -59,7 +59,7 @@ class RunRequest:
     jobs: int = 1  # --device cpu: problems graded at once
     hardware: str = "auto"
     resume: bool = False  # finish the run checkpointed in out_dir
-    overlap: bool = True  # reference and entry containers side by side (problem_run.run_pair)
+    overlap: bool = True  # reference and entry containers side by side (run.batch.run_pair)
     start_ahead: str = "auto"  # auto | on | off (grader/run/worker.py)
     ahead_depth: int = 2  # batches started ahead at once
     suite: str | None = None  # grading one kernel file: its suite (id or folder)

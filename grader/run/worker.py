@@ -2,7 +2,7 @@
 shapes, and the batches after the running one started beside it.
 
 While a batch runs, the worker starts the containers of the next batches (the same problem's,
-or the first ones of the next problems it takes) as standbys (problem_run.Standby): they make
+or the first ones of the next problems it takes) as standbys (run.batch.Standby): they make
 their cold `import torch` (the entry's, on a GPU, its CUDA and profiler set-up too) and wait at
 their gates. The running batch's timed loops wait until those standbys are idle there, so that
 a timed loop never shares the host with more than a sleeping poll, and no entry code runs

@@ -263,7 +263,7 @@ class RunningContainer:
 
     def rebase(self) -> None:
         """Count the wall-clock limit and the wall time from now: a standby container's wait
-        for its release (problem_run.Standby) is not its own."""
+        for its release (run.batch.Standby) is not its own."""
         self.started = time.monotonic()
         self.deadline = self.started + self.spec.limits.wall_s
 

@@ -1,4 +1,4 @@
-"""problem_run.run_pair against the real engine: the reference and the entry side by side.
+"""run.batch.run_pair against the real engine: the reference and the entry side by side.
 
 The GPU path holds the reference's timed loop until the entry's container has exited. On a
 CPU host that path only runs when asked for: here a sandbox with timing knobs on the CPU, so

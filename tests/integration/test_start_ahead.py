@@ -1,4 +1,4 @@
-"""Containers started one batch ahead (problem_run.Standby, grader/run/worker.py), against the
+"""Containers started one batch ahead (run.batch.Standby, grader/run/worker.py), against the
 real engine: the gate holds them before the entry's file is loaded, the batch they run beside
 waits for them before its timed loops, a dead one is replaced, and whole runs grade the
 same."""

@@ -1,5 +1,5 @@
 """When workers start containers ahead (worker.start_ahead), and how a standby that never gets
-to its gate is dropped (problem_run.Standby.idle), with fake containers."""
+to its gate is dropped (run.batch.Standby.idle), with fake containers."""
 
 from __future__ import annotations
 
