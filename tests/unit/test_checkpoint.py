@@ -46,10 +46,12 @@ def test_resume_returns_the_secret_and_finished_problems_but_infra_errors(
     cp.save(_done("vector_add"))
     cp.save(_done("rmsnorm", Verdict.INFRA_ERROR))
     cp.save(_done("matmul", Verdict.INCORRECT))
+    cp.save(_done("suite_fault", Verdict.REFERENCE_ERROR))  # graded again once fixed
+    cp.save(_done("interp", Verdict.UNVERIFIED))  # kept: resuming on the CPU changes nothing
     (cp.problems_dir / "broken.json").write_text('{"format": 1, "result": {')  # truncated
     secret, done = Checkpoint(tmp_path).resume(KEY, None)
     assert secret == SECRET
-    assert sorted(done) == ["matmul", "vector_add"]
+    assert sorted(done) == ["interp", "matmul", "vector_add"]
     assert done["vector_add"].image_id == "sha256:vector_add"
     assert done["matmul"].result.verdict == Verdict.INCORRECT
     # the same secret given explicitly is accepted
