@@ -24,12 +24,16 @@ import math
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.errors import GraderError, InfraError, ProblemError, ReferenceFailed
 from grader.formats.problem import Shape
 from grader.suite.load import ProblemBundle, Suite
 from grader.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from grader.run.jobs import Case, ContainerRun, Sandbox
+    from grader.sandbox.spec import Limits
 
 Say = Callable[[str], None]
 
@@ -126,15 +130,15 @@ def _bits_equal(a: Any, b: Any) -> bool:
 class Runner:
     """Runs a problem's reference in containers (the grading's images and sandbox)."""
 
-    sandbox: Any  # grader.run.jobs.Sandbox
-    limits: Any  # grader.sandbox.spec.Limits, the reference's base limits
+    sandbox: Sandbox
+    limits: Limits  # the reference's base limits
     runtime_tag: str
     suite_id: str
     seeds: int
     secret: bytes
     budget_bytes: int = 8 << 30
 
-    def batches(self, bundle: ProblemBundle, shapes: list[Shape]) -> Iterator[list[Any]]:
+    def batches(self, bundle: ProblemBundle, shapes: list[Shape]) -> Iterator[list[Case]]:
         """The cases of `shapes` in batches whose inputs fit the budget (run/plan.py)."""
         from grader.run import plan
         from grader.run.jobs import Case
@@ -162,7 +166,7 @@ class Runner:
             out += self._batch(bundle, image, cases)
         return out
 
-    def _batch(self, bundle: ProblemBundle, image: str, cases: list[Any]) -> list[ShapeCheck]:
+    def _batch(self, bundle: ProblemBundle, image: str, cases: list[Case]) -> list[ShapeCheck]:
         from grader.judge.problem import reference_failure
         from grader.run import plan
         from grader.run.batch import run_reference
@@ -182,8 +186,8 @@ class Runner:
                                   second, limits.output_bytes) for s in shapes]
 
     @staticmethod
-    def _compare(bundle: ProblemBundle, shape: Shape, cases: list[Any], first: Any,
-                 second: Any, max_bytes: int) -> ShapeCheck:
+    def _compare(bundle: ProblemBundle, shape: Shape, cases: list[Case], first: ContainerRun,
+                 second: ContainerRun, max_bytes: int) -> ShapeCheck:
         from grader.judge.outputs import compare
 
         notes = []
@@ -222,7 +226,7 @@ def select(bundle: ProblemBundle, shapes: str) -> list[Shape]:
 
 
 def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "all",
-                make_runner: Callable[[str], Any], say: Say) -> SuiteCheck:
+                make_runner: Callable[[str], Runner], say: Say) -> SuiteCheck:
     """Every check above; `make_runner(session)` gives the Runner (its sandbox's session)."""
     from grader.run.runner import check_references
     from grader.sandbox.runs import owned_run
