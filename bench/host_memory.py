@@ -123,7 +123,7 @@ def _problem_sizes(suite_name: str) -> list[tuple[str, int, int]]:
     from grader.suite.load import load_suite
 
     suite = load_suite(PROBLEM_BUNDLES / suite_name)
-    base = RunConfig.__dataclass_fields__["entry_limits"].default_factory()  # type: ignore[misc]
+    base = RunConfig.__dataclass_fields__["base_entry_limits"].default_factory()  # type: ignore[misc]
     rows = []
     for pid, bundle in suite.problems.items():
         shapes = bundle.problem.shapes

@@ -122,19 +122,24 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         practice: bool, as_json: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
-    from grader.run.runner import RunRequest, grade_bundle
+    from grader.run.config import RunConfig
+    from grader.run.runner import failed_summary, grade_bundle
 
-    req = RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
-                     device=device, shapes=shapes, problems=problems, seeds=seeds,
-                     timeout=timeout, formats=formats, public=public, fail_on=fail_on,
-                     seed_secret=seed_secret,
-                     quiet=quiet, log_format=log_format, runtime=runtime, python=python,
-                     cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
-                     hardware=hardware, resume=resume, overlap=not sequential,
-                     start_ahead=start_ahead, ahead_depth=ahead_depth, suite=suite,
-                     force=force, keep_checkpoint=keep_checkpoint, json=as_json,
-                     practice=practice)
-    grade_bundle(req)
+    try:  # RunConfig refuses options that contradict each other (a UsageError)
+        cfg = RunConfig(
+            bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
+            device=device, shapes=shapes, problems=problems, seeds=seeds, timeout=timeout,
+            formats=formats, public=public, fail_on=fail_on, seed_secret=seed_secret,
+            quiet=quiet, log_format=log_format, runtime=runtime, python=python,
+            cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
+            hardware=hardware, resume=resume, overlap=not sequential, start_ahead=start_ahead,
+            ahead_depth=ahead_depth, suite=suite, force=force, keep_checkpoint=keep_checkpoint,
+            json=as_json, practice=practice)
+    except GraderError as exc:
+        if as_json:  # one summary object on stdout, also when the run fails
+            click.echo(failed_summary(exc, practice=practice))
+        raise
+    grade_bundle(cfg)
 
 
 @cli.command()

@@ -82,15 +82,15 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
              jobs: int, no_shared_references: bool, **_: object) -> RoundRequest:
     from grader.cli.options import formats_option, gpu_list
     from grader.round.request import RoundRequest
-    from grader.run.runner import RunRequest, to_config
+    from grader.run.config import RunConfig
 
     gpus_ = gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
-    run = RunRequest(bundle=Path("-"), out_dir=out_dir, suite_roots=suite_roots, policy=policy,
-                     device=device, shapes=shapes, problems=problems, seeds=seeds,
-                     timeout=timeout, seed_secret=seed_secret, runtime=runtime, python=python,
-                     cuda_base=cuda_base, hardware=hardware, gpus=gpus_, jobs=jobs,
-                     quiet=True)
-    to_config(run)  # the options' own checks (--seed-secret, --device cuda --runtime cpu)
+    # RunConfig checks the options (--seed-secret, --device cuda --runtime cpu) as it is made.
+    run = RunConfig(bundle=Path("-"), out_dir=out_dir, suite_roots=suite_roots, policy=policy,
+                    device=device, shapes=shapes, problems=problems, seeds=seeds,
+                    timeout=timeout, seed_secret=seed_secret, runtime=runtime, python=python,
+                    cuda_base=cuda_base, hardware=hardware, gpus=gpus_, jobs=jobs,
+                    quiet=True)
     return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
                         shared_references=not no_shared_references, ray=ray,
                         formats=formats_option(formats))

@@ -15,8 +15,8 @@ from grader.detect.policy import load_policy
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.results import Report
+from grader.run.config import RunConfig
 from grader.run.grading import Grader
-from grader.run.runner import RunRequest, to_config
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
 
@@ -58,14 +58,13 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path,
     source = REPO / spec["source"] if "source" in spec else case / "submission"
     bundle = workdir / "bundle.tar"
     create_bundle(source, bundle)
-    cfg = to_config(RunRequest(bundle=bundle, out_dir=workdir / "out",
-                               shapes=spec.get("shapes", "smoke"),
-                               problems=tuple(spec.get("problems", ())), seeds=2,
-                               timeout=float(spec.get("timeout_s", 120)),
-                               device=target.device, runtime=target.runtime,
-                               python=target.python))
+    cfg = RunConfig(bundle=bundle, out_dir=workdir / "out", shapes=spec.get("shapes", "smoke"),
+                    problems=tuple(spec.get("problems", ())), seeds=2,
+                    timeout=float(spec.get("timeout_s", 120)),
+                    device=target.device, runtime=target.runtime, python=target.python)
     if target.device == "cpu":  # on a GPU, a CUDA context needs the larger defaults
-        cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=2 << 30))
+        cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits,
+                                                     memory_bytes=2 << 30))
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
     report = grader.run()
     left = engine.client.containers.list(

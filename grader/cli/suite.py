@@ -62,8 +62,8 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     from grader.errors import UsageError
     from grader.images import ensure_runtime
     from grader.paths import PROBLEM_BUNDLES
+    from grader.run.config import RunConfig
     from grader.run.grading import make_sandbox
-    from grader.run.runner import RunRequest, to_config
     from grader.sandbox.docker_engine import DockerEngine
     from grader.suite.check import Runner, check_suite
     from grader.suite.load import find_suite
@@ -73,13 +73,13 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     if unknown:
         raise UsageError(f"--problem {unknown[0]!r} is not in suite {found.id}",
                          hint=f"its problems: {', '.join(found.problems)}")
-    cfg = to_config(RunRequest(bundle=Path("-"), out_dir=Path("."), device=device,
-                               runtime=runtime, python=python))
+    cfg = RunConfig(bundle=Path("-"), out_dir=Path("."), device=device, runtime=runtime,
+                    python=python)
     limits = cfg.reference_limits
     if timeout is not None:
         limits = replace(limits, wall_s=timeout)
     engine = DockerEngine()
-    tag = ensure_runtime(engine, cfg.runtime).tag
+    tag = ensure_runtime(engine, cfg.runtime_config).tag
 
     def make_runner(session: str) -> Runner:
         sandbox = replace(make_sandbox(cfg, engine, session), timing=None)

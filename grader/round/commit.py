@@ -20,9 +20,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from grader import __version__
 from grader.errors import UsageError
@@ -31,24 +29,23 @@ from grader.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
 from grader.round.store import RoundDir
 from grader.run.checkpoint import atomic_write, commitment, host_fs
-from grader.run.runner import RunRequest, to_config
+from grader.run.config import RunConfig
 from grader.sandbox.docker_engine import DockerEngine
 from grader.suite.load import Suite
 
 Progress = Callable[[str], None]
 
 
-def round_images(engine: DockerEngine, run: RunRequest, suite: Suite,
+def round_images(engine: DockerEngine, run: RunConfig, suite: Suite,
                  progress: Progress | None = None) -> dict[str, ImageRef]:
     """The images a round under `run`'s settings grades with on this host, built if missing:
     "runtime", and each problem graded, named as a report's `environment.images` names them."""
-    cfg = to_config(replace(run, bundle=Path("-"), out_dir=Path("-")))
     if progress is not None:
         progress("images: runtime")
-    rt = ensure_runtime(engine, cfg.runtime)
+    rt = ensure_runtime(engine, run.runtime_config)
     out = {"runtime": ImageRef(tag=rt.tag, id=rt.id)}
     for pid, bundle in suite.problems.items():
-        if cfg.problems and pid not in cfg.problems:
+        if run.problems and pid not in run.problems:
             continue
         if progress is not None:
             progress(f"images: {pid}")
@@ -69,7 +66,7 @@ def write_commitment(rd: RoundDir, c: Commitment, secret: bytes) -> str:
 
 
 def make_commitment(rd: RoundDir, *, suite: Suite, suite_ref: SuiteRef, settings: Settings,
-                    run: RunRequest, progress: Progress) -> tuple[Commitment, str]:
+                    run: RunConfig, progress: Progress) -> tuple[Commitment, str]:
     """A new round's commitment written into `rd` (its secret beside it); the commitment and
     the sha256 of its file."""
     if rd.manifest_file.exists():
@@ -78,7 +75,7 @@ def make_commitment(rd: RoundDir, *, suite: Suite, suite_ref: SuiteRef, settings
     if rd.commitment_file.exists():
         raise UsageError(f"{rd.root} holds a commitment already ({rd.commitment_file})",
                          hint="grade the round there, or remove the folder to commit anew")
-    secret = bytes.fromhex(run.seed_secret) if run.seed_secret else secrets.token_bytes(32)
+    secret = run.secret or secrets.token_bytes(32)
     images = round_images(DockerEngine(), run, suite, progress)
     c = Commitment(created_at=datetime.now(UTC), grader_version=__version__, suite=suite_ref,
                    settings=settings, seed_commitment=commitment(secret), images=images)

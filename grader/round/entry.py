@@ -16,8 +16,8 @@ from grader.results import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache
 from grader.run.checkpoint import CHECKPOINT_DIR
+from grader.run.config import RunConfig
 from grader.run.grading import Grader, Progress
-from grader.run.runner import RunRequest, to_config
 from grader.sandbox.docker_engine import DockerEngine
 
 
@@ -27,7 +27,7 @@ class Graded:
     outcome: Outcome
 
 
-def grade_entry(name: str, req: RunRequest, cache_root: Path | None, progress: Progress,
+def grade_entry(name: str, req: RunConfig, cache_root: Path | None, progress: Progress,
                 node: str | None = None) -> Graded:
     """Grade `req.bundle` into `req.out_dir` (its checkpoint; reports are the caller's to
     write). A checkpoint already there from an interrupted attempt is resumed: the problems
@@ -54,10 +54,9 @@ def grade_entry(name: str, req: RunRequest, cache_root: Path | None, progress: P
         node=node))
 
 
-def run_grader(req: RunRequest, cache: ReferenceCache | None, progress: Progress) -> Report:
-    """`grader run`'s grading of `req.bundle` (its checkpoint in `req.out_dir`), with the
+def run_grader(cfg: RunConfig, cache: ReferenceCache | None, progress: Progress) -> Report:
+    """`grader run`'s grading of `cfg.bundle` (its checkpoint in `cfg.out_dir`), with the
     round's references when `cache` is given; the report, written nowhere."""
-    cfg = to_config(req)
     policy = load_policy(cfg.policy)
     cfg = replace(cfg, policy=policy.name)
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)

@@ -62,7 +62,7 @@ def batch_key(w: Worker, plan: Planned, cases: list[Case]) -> str:
     cfg, sb = w.ctx.cfg, w.sb
     doc = {"format": FORMAT, "suite": w.suite.id, "suite_version": w.suite.info.version,
            "problem": plan.bundle.id, "image": plan.image, "device": sb.device,
-           "runtime": cfg.runtime.kind, "timing": asdict(sb.timing) if sb.timing else None,
+           "runtime": cfg.runtime, "timing": asdict(sb.timing) if sb.timing else None,
            "cases": [[c.id, c.seed, c.module_seed, c.timing, c.shape.id, c.shape.params]
                      for c in cases]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()

@@ -39,7 +39,6 @@ from grader.round.model import Settings
 from grader.round.store import RoundDir
 from grader.run.checkpoint import commitment
 from grader.run.config import RunConfig, ShapeSelection
-from grader.run.runner import RunRequest
 from grader.run.worker import select_shapes
 from grader.scoring.units import ShapeScore
 from grader.suite.load import Suite, find_suite
@@ -141,7 +140,8 @@ def find_bundle(req: VerifyRequest, report: Report, in_round: tuple[RoundDir, st
 def shape_selection(report: Report, suite: Suite, device: str) -> ShapeSelection:
     """The `--shapes` selection that gives exactly the report's shapes of each problem."""
     for sel in SELECTIONS:
-        cfg = RunConfig(bundle=Path("-"), out_dir=Path("-"), device=device, shapes=sel)
+        cfg = RunConfig(bundle=Path("-"), out_dir=Path("-"), device=device, shapes=sel,
+                        runtime="cpu" if device == "cpu" else "host")
         if all(p.id in suite.problems and [s.id for s in p.shapes]
                == [s.id for s in select_shapes(suite.problems[p.id], cfg)]
                for p in report.problems if p.shapes):
@@ -163,15 +163,15 @@ def settings_of_report(report: Report, suite: Suite) -> Settings:
 
 
 def regrade_request(req: VerifyRequest, settings: Settings, bundle: Path, out_dir: Path
-                    ) -> RunRequest:
-    return RunRequest(bundle=bundle, out_dir=out_dir, suite_roots=req.suite_roots,
-                      policy=settings.policy, device=settings.device,
-                      shapes=settings.shapes, problems=tuple(settings.problems),
-                      seeds=settings.seeds_per_shape,
-                      timeout=req.timeout if req.timeout is not None else settings.timeout_s,
-                      seed_secret=req.secret_hex, runtime=req.runtime or settings.runtime,
-                      python=req.python, cuda_base=req.cuda_base, gpus=req.gpus,
-                      hardware=settings.hardware, formats=("json",), quiet=True)
+                    ) -> RunConfig:
+    return RunConfig(bundle=bundle, out_dir=out_dir, suite_roots=req.suite_roots,
+                     policy=settings.policy, device=settings.device,
+                     shapes=settings.shapes, problems=tuple(settings.problems),
+                     seeds=settings.seeds_per_shape,
+                     timeout=req.timeout if req.timeout is not None else settings.timeout_s,
+                     seed_secret=req.secret_hex, runtime=req.runtime or settings.runtime,
+                     python=req.python, cuda_base=req.cuda_base, gpus=req.gpus,
+                     hardware=settings.hardware, formats=("json",), quiet=True)
 
 
 def verify_report(req: VerifyRequest, progress: Progress) -> tuple[Report, Report,

@@ -16,7 +16,7 @@ from grader.round.entry import Graded
 from grader.round.model import ManifestEntry, Outcome
 from grader.round.store import SECRET, RoundDir
 from grader.run.checkpoint import host_fs
-from grader.run.runner import RunRequest
+from grader.run.config import RunConfig
 from grader.suite.load import Suite
 
 
@@ -25,7 +25,7 @@ class RoundRequest:
     paths: tuple[Path, ...]
     suite: str
     out_dir: Path
-    run: RunRequest  # every entry's options (its bundle and out_dir are set per entry)
+    run: RunConfig  # every entry's options (its bundle and out_dir are set per entry)
     resume: bool = False
     shared_references: bool = True
     ray: str | None = None  # None: this host; "auto" or a cluster's address
@@ -44,7 +44,7 @@ def suite_digest(suite: Suite) -> str:
 
 
 def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret: bytes,
-                  out_dir: Path | None = None) -> RunRequest:
+                  out_dir: Path | None = None) -> RunConfig:
     assert entry.bundle is not None
     formats = tuple(dict.fromkeys(("json", *req.formats)))
     return replace(req.run, bundle=rd.root / entry.bundle,

@@ -46,7 +46,6 @@ from grader.round.request import RoundRequest, entry_request, record, suite_dige
 from grader.round.store import RoundDir
 from grader.run.checkpoint import commitment, host_fs
 from grader.run.grading import Progress
-from grader.run.runner import to_config
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
 from grader.suite.load import Suite, find_suite
@@ -127,8 +126,7 @@ def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
     if rd.manifest_file.exists():
         raise UsageError(f"{rd.root} holds a round already",
                          hint="pass --resume to finish it, or choose another -o")
-    secret = (bytes.fromhex(req.run.seed_secret) if req.run.seed_secret
-              else secrets.token_bytes(32))
+    secret = req.run.secret or secrets.token_bytes(32)
     if rd.commitment_file.exists():  # the secret is the committed one
         kept = rd.secret()
         if kept is None:
@@ -168,8 +166,8 @@ def check_round_dir(req: RoundRequest, rd: RoundDir) -> None:
     folder (its references, bundles and secret)."""
     if req.run.runtime != "host":
         return
-    cfg = to_config(replace(req.run, bundle=rd.root, out_dir=rd.root))
-    found = bind_conflicts(host_runtime(cfg.runtime.python, cfg.device == "cuda").binds,
+    found = bind_conflicts(host_runtime(req.run.runtime_config.python,
+                                        req.run.device == "cuda").binds,
                            [("the round folder", rd.root, True)])
     if found:
         raise ExposedHostPath("--runtime host would let entries read the round's folder:\n    "

@@ -74,13 +74,14 @@ def summarize(problems: list[ProblemResult]) -> Summary:
 def make_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
                  ) -> Sandbox:
     """What every container of one worker shares: interpreter, GPU, host binds, timing."""
-    kind = cfg.runtime.kind
-    python = {"cpu": "/opt/venv/bin/python3", "cuda": cfg.runtime.python,
-              "host": cfg.runtime.python}[kind]
+    runtime = cfg.runtime_config
+    kind = runtime.kind
+    python = {"cpu": "/opt/venv/bin/python3", "cuda": runtime.python,
+              "host": runtime.python}[kind]
     binds: tuple[Bind, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     if kind == "host":  # only what the host's interpreter is made of (host_runtime.py)
-        rt = host_runtime(cfg.runtime.python, cfg.device == "cuda")
+        rt = host_runtime(runtime.python, cfg.device == "cuda")
         python, binds, env = rt.python, rt.as_binds(), rt.env
     if cfg.device == "cpu":
         return Sandbox(engine=engine, session=session, python=python, device="cpu",
@@ -101,7 +102,7 @@ def make_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_inde
 def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> None:
     """--runtime host: refuse to start when a bind would show the entry what it must not see
     (issue 18: with a copy of the suites under /opt, an entry printed a hidden table)."""
-    rt = host_runtime(cfg.runtime.python, cfg.device == "cuda")
+    rt = host_runtime(cfg.runtime_config.python, cfg.device == "cuda")
     protected = [("the suite", suite.directory, True),
                  *(("the suites folder", root, True) for root in cfg.suite_roots),
                  ("the output folder", cfg.out_dir, False),
@@ -140,7 +141,7 @@ class Grader:
         self.engine = engine
         self.detector = detector
         self.progress = progress
-        self.secret = cfg.seed_secret or secrets.token_bytes(32)
+        self.secret = cfg.secret or secrets.token_bytes(32)
         self.session = uuid.uuid4().hex[:12]
         self.images: dict[str, str] = {}
         self.device_name: str | None = None
@@ -173,12 +174,12 @@ class Grader:
         cfg = self.cfg
         key = RunKey(grader_version=__version__, bundle_sha256=bundle_sha256, suite=suite.id,
                      suite_version=suite.info.version, policy=cfg.policy, device=cfg.device,
-                     hardware=cfg.hardware, runtime=cfg.runtime.kind, shapes=cfg.shapes,
-                     seeds_per_shape=cfg.seeds_per_shape or suite.info.seeds_per_shape)
+                     hardware=cfg.hardware, runtime=cfg.runtime, shapes=cfg.shape_selection,
+                     seeds_per_shape=cfg.seeds or suite.info.seeds_per_shape)
         if not cfg.resume:
             self.checkpoint.start(key, self.secret)
             return {}
-        self.secret, done = self.checkpoint.resume(key, cfg.seed_secret)
+        self.secret, done = self.checkpoint.resume(key, cfg.secret)
         for d in done.values():
             if d.image_id:
                 self.images[d.result.id] = d.image_id
@@ -261,11 +262,11 @@ class Grader:
             unknown = sorted(set(cfg.problems) - set(suite.problems))
             if unknown:
                 raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
-            if cfg.runtime.kind == "host":
+            if cfg.runtime == "host":
                 check_host_binds(cfg, suite, self.checkpoint)
             done = self.open_checkpoint(suite, bundle_sha256)
             self.progress("runtime image")
-            runtime = ensure_runtime(self.engine, cfg.runtime)
+            runtime = ensure_runtime(self.engine, cfg.runtime_config)
             self.images["runtime"] = runtime.id
             todo = [b for pid, b in suite.problems.items()
                     if not cfg.problems or pid in cfg.problems]

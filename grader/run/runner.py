@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,11 +13,9 @@ import click
 
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.errors import GraderError, ReferenceFailed, UsageError, VerdictGate
-from grader.images import RuntimeConfig
+from grader.errors import GraderError, ReferenceFailed, VerdictGate
 from grader.intake.bundle import open_bundle
 from grader.intake.packing import packed
-from grader.paths import PROBLEM_BUNDLES
 from grader.report.entry_paths import with_entry_paths
 from grader.report.render import write_reports
 from grader.report.summaries import ErrorInfo, RunSummary, run_summary
@@ -27,85 +24,12 @@ from grader.run import outdir
 from grader.run.checkpoint import host_fs
 from grader.run.config import RunConfig
 from grader.run.grading import Grader
-from grader.run.practice import practice_shapes, practice_view
+from grader.run.practice import practice_view
 from grader.run.progress import Progress
 from grader.sandbox.docker_engine import DockerEngine
 from grader.scoring.hardware import load_hardware
 from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunRequest:
-    bundle: Path
-    out_dir: Path
-    suite_roots: tuple[Path, ...] = ()
-    policy: str = "triton"
-    device: str = "cpu"
-    shapes: str = "auto"
-    problems: tuple[str, ...] = ()
-    seeds: int | None = None
-    timeout: float | None = None
-    formats: tuple[str, ...] = ("json", "html")
-    public: bool = False  # html, md, junit without the entry's output (report/public.py)
-    fail_on: frozenset[Verdict] = frozenset()
-    seed_secret: str | None = None
-    quiet: bool = False
-    log_format: str = "human"  # human | json (see grader.run.progress)
-    runtime: str = "cpu"  # cpu | cuda | host
-    python: str | None = None  # interpreter inside the container (cuda, host)
-    cuda_base: str | None = None
-    gpus: tuple[int, ...] = (0,)  # --device cuda: one worker per GPU
-    jobs: int = 1  # --device cpu: problems graded at once
-    hardware: str = "auto"
-    resume: bool = False  # finish the run checkpointed in out_dir
-    overlap: bool = True  # reference and entry containers side by side (run.batch.run_pair)
-    start_ahead: str = "auto"  # auto | on | off (grader/run/worker.py)
-    ahead_depth: int = 2  # batches started ahead at once
-    suite: str | None = None  # grading one kernel file: its suite (id or folder)
-    force: bool = False  # replace another submission's reports in out_dir
-    keep_checkpoint: bool = False  # keep out_dir/.checkpoint after a run that completed
-    json: bool = False  # one summary object on stdout (report/summaries.py); text on stderr
-    practice: bool = False  # public shapes only, nothing hidden in any output (practice.py)
-
-
-def to_config(req: RunRequest) -> RunConfig:
-    secret = None
-    if req.seed_secret is not None:
-        try:
-            secret = bytes.fromhex(req.seed_secret)
-        except ValueError:
-            raise UsageError("--seed-secret: not hexadecimal",
-                             hint="pass the contents of the seed.secret file a run wrote "
-                             "(hex digits), or leave it out for a fresh secret") from None
-    shapes = practice_shapes(req.shapes) if req.practice else req.shapes
-    cfg = RunConfig(bundle=req.bundle, out_dir=req.out_dir,
-                    suite_roots=req.suite_roots or (PROBLEM_BUNDLES,), policy=req.policy,
-                    device=req.device, shapes=shapes,  # type: ignore[arg-type]
-                    problems=req.problems, formats=req.formats, public=req.public,
-                    fail_on=req.fail_on,
-                    seed_secret=secret, seeds_per_shape=req.seeds, resume=req.resume,
-                    overlap=req.overlap, ahead_depth=req.ahead_depth,
-                    start_ahead=req.start_ahead)  # type: ignore[arg-type]
-    python = req.python or (sys.executable if req.runtime == "host" else "python3")
-    runtime = RuntimeConfig(kind=req.runtime, python=python,  # type: ignore[arg-type]
-                            **({"cuda_base": req.cuda_base} if req.cuda_base else {}))
-    cfg = replace(cfg, runtime=runtime, gpus=req.gpus, jobs=req.jobs,
-                  hardware=req.hardware)
-    if req.device == "cuda":
-        # A CUDA context, torch and Triton's compiler need far more than the CPU defaults.
-        cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=32 << 30,
-                                                pids=1024, cpus=4.0),
-                      reference_limits=replace(cfg.reference_limits, memory_bytes=64 << 30,
-                                               pids=1024, cpus=4.0))
-    if req.runtime == "cpu" and req.device == "cuda":
-        raise UsageError("--device cuda with --runtime cpu: the cpu runtime image has no "
-                         "CUDA build of torch",
-                         hint="add --runtime host (the host's CUDA stack, read-only) or "
-                         "--runtime cuda (an image FROM --cuda-base)")
-    if req.timeout is not None:
-        cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=req.timeout))
-    return cfg
 
 
 def summary_line(rep: Report) -> str:
@@ -191,30 +115,34 @@ class Graded:
     error: GraderError | None  # ReferenceFailed or VerdictGate, raised once reported
 
 
-def grade_bundle(req: RunRequest, progress: Progress | None = None) -> Report:
-    """Grade `req.bundle`: a tar, or a folder or one kernel file packed on the fly. With
-    `req.json`, one summary object goes to stdout, also when the run fails."""
+def grade_bundle(cfg: RunConfig, progress: Progress | None = None) -> Report:
+    """Grade `cfg.bundle`: a tar, or a folder or one kernel file packed on the fly. With
+    `cfg.json`, one summary object goes to stdout, also when the run fails."""
     try:
-        with packed(req.bundle, problems=req.problems, suite=req.suite,
-                    suite_roots=req.suite_roots) as got:
-            graded = _grade(replace(req, bundle=got.bundle, suite_roots=got.suite_roots),
+        with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite,
+                    suite_roots=cfg.suite_roots) as got:
+            graded = _grade(replace(cfg, bundle=got.bundle, suite_roots=got.suite_roots),
                             progress)
     except GraderError as exc:
-        if req.json:
-            click.echo(RunSummary(ok=False, exit_code=exc.exit_code, error=ErrorInfo.of(exc),
-                                  practice=req.practice).model_dump_json(indent=2))
+        if cfg.json:
+            click.echo(failed_summary(exc, practice=cfg.practice))
         raise
-    if req.json:
+    if cfg.json:
         paths = {fmt: str(p) for fmt, p in graded.paths.items()}
-        click.echo(run_summary(graded.report, paths, graded.error, practice=req.practice)
+        click.echo(run_summary(graded.report, paths, graded.error, practice=cfg.practice)
                    .model_dump_json(indent=2))
     if graded.error is not None:
         raise graded.error
     return graded.report
 
 
-def _grade(req: RunRequest, progress: Progress | None) -> Graded:
-    cfg = to_config(req)
+def failed_summary(exc: GraderError, *, practice: bool) -> str:
+    """--json: the summary object of a run that failed with `exc`."""
+    return RunSummary(ok=False, exit_code=exc.exit_code, error=ErrorInfo.of(exc),
+                      practice=practice).model_dump_json(indent=2)
+
+
+def _grade(cfg: RunConfig, progress: Progress | None) -> Graded:
     found = _suite_of(cfg) if cfg.bundle.is_file() else None
     if found is not None:
         check_references(found[0], [p for p in found[0].problems
@@ -222,11 +150,11 @@ def _grade(req: RunRequest, progress: Progress | None) -> Graded:
         _unknown_problems(cfg, found)
         with host_fs(f"cannot read {cfg.bundle}", hint=None):
             sha = hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()
-        outdir.prepare(cfg.out_dir, sha, resume=cfg.resume, force=req.force)
+        outdir.prepare(cfg.out_dir, sha, resume=cfg.resume, force=cfg.force)
     policy = load_policy(cfg.policy)
     cfg = replace(cfg, policy=policy.name)
     if progress is None:
-        progress = Progress.for_cli(req.log_format, quiet=req.quiet)
+        progress = Progress.for_cli(cfg.log_format, quiet=cfg.quiet)
     if progress.mode != "off" and cfg.bundle.is_file():
         workers = len(cfg.gpus) if cfg.device == "cuda" else cfg.jobs
         progress.plan(planned_problems(cfg), workers=workers)
@@ -237,7 +165,7 @@ def _grade(req: RunRequest, progress: Progress | None) -> Graded:
     except BaseException:
         progress.close()  # a live bar gives the terminal back before the error is shown
         raise
-    if req.practice and found is not None:
+    if cfg.practice and found is not None:
         rep = practice_view(rep, found[0], load_hardware(rep.environment.hardware))
     progress.finish()
     # The secret behind the report's seed commitment (for the organiser, to reproduce inputs)
@@ -246,13 +174,13 @@ def _grade(req: RunRequest, progress: Progress | None) -> Graded:
                  hint="every graded problem is kept in the checkpoint: free space, then run "
                  "the same command with --resume to write the reports"):
         paths = write_reports(rep, cfg.out_dir, list(cfg.formats), public=cfg.public)
-    click.echo(summary_line(rep), err=req.json)
-    if req.practice:
+    click.echo(summary_line(rep), err=cfg.json)
+    if cfg.practice:
         for line in diagnostics(rep):
-            click.echo(line, err=req.json)
+            click.echo(line, err=cfg.json)
     for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}", err=req.json)
-    outdir.finish(cfg.out_dir, rep, keep_checkpoint=req.keep_checkpoint)
+        click.echo(f"{fmt}: {path}", err=cfg.json)
+    outdir.finish(cfg.out_dir, rep, keep_checkpoint=cfg.keep_checkpoint)
     error: GraderError | None = failed_references(rep, found[0] if found else None)
     if error is None:
         try:

@@ -69,7 +69,7 @@ def derive_module_seed(secret: bytes, case_seed: int) -> int:
 
 def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
     shapes = bundle.problem.shapes
-    selection = cfg.shapes
+    selection = cfg.shape_selection
     if selection == "auto":
         selection = "smoke" if cfg.device == "cpu" else "all"
     if selection == "smoke":
@@ -85,9 +85,9 @@ def nothing_graded(bundle: ProblemBundle, cfg: RunConfig, static: list[Finding],
     an imported problem without smoke shapes was "passed (0/0)" on a CPU, and `--fail-on`
     let it through)."""
     detail = (f"no shape graded: none of its {len(bundle.problem.shapes)} shape(s) is selected "
-              f"by --shapes {cfg.shapes} on {cfg.device}" + (
+              f"by --shapes {cfg.shape_selection} on {cfg.device}" + (
                   " (a CPU grades smoke shapes only; pass --shapes all)"
-                  if cfg.shapes == "auto" and cfg.device == "cpu" else ""))
+                  if cfg.shape_selection == "auto" and cfg.device == "cpu" else ""))
     return ProblemResult(id=bundle.id, operator=bundle.problem.operator, verdict=Verdict.MISSING,
                          detail=detail, findings=static, kernel_file=rel)
 
@@ -261,7 +261,7 @@ class Worker:
         ctx.progress(f"{bundle.id}: image")
         image = ensure(self.sb.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
         phases = {"image": time.monotonic() - t0}
-        n_seeds = ctx.cfg.seeds_per_shape or self.suite.info.seeds_per_shape
+        n_seeds = ctx.cfg.seeds or self.suite.info.seeds_per_shape
         cases = [Case(id=f"{s.id}.{k}", shape=s,
                       seed=derive_seed(ctx.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from grader.paths import REPO
-from grader.run.runner import RunRequest, grade_bundle
+from grader.run.config import RunConfig
+from grader.run.runner import grade_bundle
 from grader.verdicts import Verdict
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
@@ -26,8 +27,8 @@ def _grade(example: str, tmp_path: Path, **kw: Any):  # type: ignore[no-untyped-
 
     bundle = tmp_path / f"{example}.tar"
     create_bundle(REPO / "examples" / example, bundle)
-    return grade_bundle(RunRequest(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
-                                   runtime="host", python=sys.executable, quiet=True, **kw))
+    return grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
+                                  runtime="host", python=sys.executable, quiet=True, **kw))
 
 
 def test_triton_example_passes_with_timings_and_own_kernels(tmp_path: Path) -> None:
@@ -60,9 +61,9 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
 
     bundle = tmp_path / "triton.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
-    rep = grade_bundle(RunRequest(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
-                                  runtime="cuda", cuda_base=os.environ["GRADER_CUDA_BASE"],
-                                  python=sys.executable, quiet=True))
+    rep = grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
+                                 runtime="cuda", cuda_base=os.environ["GRADER_CUDA_BASE"],
+                                 python=sys.executable, quiet=True))
     assert rep.environment.is_performance
     for p in rep.problems:
         for s in p.shapes:
@@ -71,11 +72,10 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
             assert s.trace is not None
             assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
     from grader.run.grading import make_sandbox
-    from grader.run.runner import to_config
     from grader.sandbox.docker_engine import DockerEngine
 
-    cfg = to_config(RunRequest(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
-                               cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable))
+    cfg = RunConfig(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
+                    cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable)
     sb = make_sandbox(cfg, DockerEngine(), "inspect")
     # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
     assert sb.gpu is not None
@@ -100,14 +100,13 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     from grader.run.channel import read_frames
     from grader.run.grading import make_sandbox
     from grader.run.jobs import Case
-    from grader.run.runner import to_config
     from grader.sandbox.docker_engine import DockerEngine
     from grader.sandbox.spec import Limits
     from grader.suite.load import load_suite
 
     engine = DockerEngine()
-    cfg = to_config(RunRequest(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
-                               runtime="host", python=sys.executable))
+    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
+                    runtime="host", python=sys.executable)
     sb = make_sandbox(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
     runtime = ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable))
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]

@@ -36,7 +36,7 @@ from grader.results import Report
 from grader.run.checkpoint import Checkpoint, Finished
 from grader.run.config import RunConfig
 from grader.run.grading import Grader
-from grader.run.runner import RunRequest, grade_bundle
+from grader.run.runner import grade_bundle
 from grader.run.worker import Worker
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
@@ -175,8 +175,7 @@ def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path, ah
     would let an entry trade a failure for an unscored retry); the rest is graded (with the
     next problem's containers waiting beside it, too)."""
     cfg = RunConfig(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out",
-                    start_ahead=ahead)  # type: ignore[arg-type]
-    cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, wall_s=120.0))
+                    start_ahead=ahead, timeout=120.0)
     grader = _grader(cfg, engine)
     with _killing(engine, grader.session, "entry", b"fault-drill: in kernel()") as killed:
         rep = grader.run()
@@ -262,8 +261,8 @@ def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path,
 
     (small_disk / "filler").unlink()
     graded = _count_grading(monkeypatch)
-    rep = grade_bundle(RunRequest(bundle=bundle, out_dir=out, resume=True, quiet=True,
-                                  keep_checkpoint=True))  # kept: read below
+    rep = grade_bundle(RunConfig(bundle=bundle, out_dir=out, resume=True, quiet=True,
+                                 keep_checkpoint=True))  # kept: read below
     assert graded == ["rmsnorm", "matmul"]
     assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
     assert (out / "report.json").is_file() and (out / "report.html").is_file()

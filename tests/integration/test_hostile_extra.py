@@ -117,8 +117,8 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
     bundle = tmp_path / "bundle.tar"
     create_bundle(case / "submission", bundle)
     cfg = RunConfig(bundle=bundle, out_dir=tmp_path / "out", problems=("vector_add",),
-                    seeds_per_shape=2, seed_secret=secret)
-    cfg = replace(cfg, entry_limits=replace(cfg.entry_limits, memory_bytes=2 << 30))
+                    seeds=2, seed_secret=secret.hex())
+    cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits, memory_bytes=2 << 30))
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
     report = grader.run()
     from grader.run.grading import derive_seed

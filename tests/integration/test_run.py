@@ -56,7 +56,7 @@ def test_seed_secret_reproduces_the_inputs(engine, runtime, tmp_path: Path) -> N
     bundle = tmp_path / "t.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
     cfg = RunConfig(bundle=bundle, out_dir=tmp_path, problems=("vector_add",),
-                    seed_secret=bytes(range(32)))
+                    seed_secret=bytes(range(32)).hex())
     detector = Detector(policy=load_policy("triton"))
     a = Grader(cfg, engine, detector, lambda _m: None).run()
     b = Grader(cfg, engine, detector, lambda _m: None).run()

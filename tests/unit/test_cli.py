@@ -192,13 +192,13 @@ def test_gate_failure_names_the_shapes_and_where_the_reports_are(tmp_path: Path)
 
 def test_device_cuda_with_cpu_runtime_says_what_to_do(tmp_path: Path) -> None:
     from grader.errors import UsageError
-    from grader.run.runner import RunRequest, to_config
+    from grader.run.config import RunConfig
 
     with pytest.raises(UsageError) as err:
-        to_config(RunRequest(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda"))
+        RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda")
     assert "--runtime host" in (err.value.hint or "")
     with pytest.raises(UsageError, match="not hexadecimal"):
-        to_config(RunRequest(bundle=tmp_path / "b.tar", out_dir=tmp_path, seed_secret="zz"))
+        RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, seed_secret="zz")
 
 
 def test_bundle_create_refuses_links_out_of_the_folder(tmp_path: Path) -> None:

@@ -146,8 +146,7 @@ def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPa
         python="/opt/py/bin/python", version="3.11", binds=(libcuda,)))
     for kind, bound in (("host", False), ("cuda", True)):
         cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
-                        gpus=(0, 1))
-        cfg = replace(cfg, runtime=replace(cfg.runtime, kind=kind))
+                        gpus=(0, 1), runtime=kind)
         g = grade.Grader(cfg, FakeEngine(), None, lambda _m: None)  # type: ignore[arg-type]
         workers = g.workers()
         assert [w.gpu.index for w in workers if w.gpu] == [0, 1]
@@ -156,10 +155,11 @@ def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPa
         drivers = [b for w in workers for b in w.extra_binds
                    if b.container.startswith(DRIVER_LIB_DIR)]
         assert bool(drivers) == bound  # the host runtime binds them where the host has them
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda", gpus=(2,))
+    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda", gpus=(2,),
+                    runtime="host")
     with pytest.raises(UsageError, match="GPU 2 is not on this host"):
         grade.Grader(cfg, FakeEngine(), None, lambda _m: None).workers()  # type: ignore[arg-type]
-    cuda = replace(cfg, gpus=(1,), runtime=replace(cfg.runtime, kind="cuda"))
+    cuda = replace(cfg, gpus=(1,), runtime="cuda")
     toolkit = grade.Grader(cuda, FakeEngine({"nvidia": {}}), None,  # type: ignore[arg-type]
                            lambda _m: None).workers()
     assert toolkit[0].gpu is not None and toolkit[0].gpu.mode == "toolkit"

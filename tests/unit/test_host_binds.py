@@ -5,7 +5,6 @@ in tests/integration/test_host_runtime.py."""
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,8 +140,8 @@ def test_the_run_refuses_an_exposed_layout_before_anything_is_written(
     venv.mkdir()
     monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: HostRuntime(
         python=f"{venv}/bin/python", version="3.11", binds=(_bind(str(venv)),)))
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=venv / "out", suite_roots=(tmp_path,))
-    cfg = replace(cfg, runtime=replace(cfg.runtime, kind="host"))
+    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=venv / "out", suite_roots=(tmp_path,),
+                    runtime="host")
     suite = type("S", (), {"directory": tmp_path / "demo"})()
     with pytest.raises(ExposedHostPath) as err:
         grade.check_host_binds(cfg, suite, grade.Checkpoint(cfg.out_dir))  # type: ignore[arg-type]
@@ -160,8 +159,8 @@ def test_a_host_runtime_sandbox_uses_the_probed_interpreter_and_its_binds(
     rt = HostRuntime(python="/opt/py/bin/python3.11", version="3.11",
                      binds=(_bind("/opt/py"),), env=(("TRITON_LIBCUDA_PATH", "/usr/lib"),))
     monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: rt)
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path)
-    cfg = replace(cfg, runtime=replace(cfg.runtime, kind="host", python="python3"))
+    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, runtime="host",
+                    python="python3")
     sb = grade.make_sandbox(cfg, None, "s")  # type: ignore[arg-type]
     assert sb.python == "/opt/py/bin/python3.11"
     assert [(b.host, b.container, b.read_only) for b in sb.extra_binds] == [

@@ -150,6 +150,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
     from grader.intake.tools import create_bundle
     from grader.paths import REPO
     from grader.run import runner
+    from grader.run.config import RunConfig
 
     bundle = tmp_path / "b.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
@@ -177,7 +178,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
                         lambda rep, out, fmts, public=False: out.mkdir() or {})
     out = io.StringIO()
     progress = Progress("json", stream=out)
-    runner.grade_bundle(runner.RunRequest(bundle=bundle, out_dir=tmp_path / "r"), progress)
+    runner.grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "r"), progress)
     assert seen == [progress]
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert events[0]["event"] == "start" and events[0]["total"] == 3

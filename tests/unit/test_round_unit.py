@@ -237,12 +237,12 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
 
     from grader.round import run as round_run
     from grader.round.entry import Graded
-    from grader.run.runner import RunRequest
+    from grader.run.config import RunConfig
 
     seen: list[tuple[str, tuple[int, ...]]] = []
     lock = threading.Lock()
 
-    def fake(name: str, req: RunRequest, cache: Path | None, progress: object) -> Graded:
+    def fake(name: str, req: RunConfig, cache: Path | None, progress: object) -> Graded:
         with lock:
             seen.append((name, req.gpus))
         assert cache == rd.references and req.seed_secret == SECRET.hex()
@@ -253,7 +253,7 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     rd.outcomes.mkdir(parents=True)
     todo = [ManifestEntry(name=n, source=n, bundle=f"bundles/{n}.tar", sha256="0" * 64)
             for n in ("a", "b", "c", "d")]
-    req = round_run.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=RunRequest(
+    req = round_run.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=RunConfig(
         bundle=Path("-"), out_dir=rd.root, device="cuda", runtime="host", gpus=(0, 1, 2)))
     round_run.grade_here(req, rd, todo, SECRET, lambda msg: None)
     assert seen[0] == ("a", (0, 1, 2))
