@@ -63,7 +63,7 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     from grader.images import ensure_runtime
     from grader.paths import PROBLEM_BUNDLES
     from grader.run.config import RunConfig
-    from grader.run.grading import make_sandbox
+    from grader.run.grading import worker_setup
     from grader.sandbox.docker_engine import DockerEngine
     from grader.suite.check import Runner, check_suite
     from grader.suite.load import find_suite
@@ -82,7 +82,7 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     tag = ensure_runtime(engine, cfg.runtime_config).tag
 
     def make_runner(session: str) -> Runner:
-        sandbox = replace(make_sandbox(cfg, engine, session), timing=None)
+        sandbox = replace(worker_setup(cfg, engine, session), timing=None)
         return Runner(sandbox=sandbox, limits=limits, runtime_tag=tag, suite_id=found.id,
                       seeds=seeds, secret=secrets.token_bytes(32))
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.run import plan as batching
-from grader.run.batch import Beside, run_entry
+from grader.run.batch import Beside, entry_container
 from grader.run.evidence import read_out_dir
 from grader.run.jobs import Case, ContainerRun
 from grader.sandbox.engine import ExitState
@@ -148,7 +148,7 @@ class ReferenceCache:
         self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
         w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
-        with run_entry(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+        with entry_container(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
                        plan.bundle.problem) as entry:
             results, logs = w.judge(plan, shapes, cases, ref, entry, limits)
         plan.results += results

@@ -1,5 +1,6 @@
 """Run one batch of a problem's cases: the reference in its own container and the entry in a
-hardened one, side by side (run_pair) or one after the other (run_reference, run_entry); and
+hardened one, side by side (run_pair) or one after the other (reference_container, then
+entry_container); and
 a batch's two containers started ahead of their turn, beside the batch before (Standby).
 
 The reference container never sees the entry; the entry container never sees the reference
@@ -25,7 +26,7 @@ from grader.run.evidence import read_out_dir, read_result
 from grader.run.jobs import (
     Case,
     ContainerRun,
-    Sandbox,
+    WorkerSetup,
     container_spec,
     deliver,
     entry_in,
@@ -46,8 +47,8 @@ GATE_WAIT_S = 300.0
 
 
 @contextmanager
-def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits,
-                  problem: Problem | None = None) -> Iterator[tuple[ContainerRun, Path]]:
+def reference_container(sb: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+                        problem: Problem | None = None) -> Iterator[tuple[ContainerRun, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block).
     `problem` says how to call it (None: a function-style problem)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
@@ -58,8 +59,9 @@ def run_reference(sb: Sandbox, image: str, cases: list[Case], limits: Limits,
 
 
 @contextmanager
-def run_entry(sb: Sandbox, image: str, kernel_file: Path, cases: list[Case], ref_out: Path,
-              limits: Limits, problem: Problem | None = None) -> Iterator[ContainerRun]:
+def entry_container(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
+                    ref_out: Path, limits: Limits, problem: Problem | None = None
+                    ) -> Iterator[ContainerRun]:
     """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
@@ -116,7 +118,7 @@ class Standby:
     standby.
     """
 
-    def __init__(self, sb: Sandbox, batch: Batch, *, gated: bool = True) -> None:
+    def __init__(self, sb: WorkerSetup, batch: Batch, *, gated: bool = True) -> None:
         self.batch = batch
         self.gated = gated
         self.hold = sb.timing is not None  # the reference's timed loop waits for GO_FILE
@@ -216,7 +218,7 @@ class Beside:
 
 
 @contextmanager
-def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
+def run_pair(sb: WorkerSetup, batch: Batch, *, standby: Standby | None = None,
              beside: Beside | None = None) -> Iterator[Pair]:
     """The reference and the entry at once: the entry's container starts and imports (a cold
     `import torch`, and whatever the entry does at import) while the reference makes the
@@ -251,7 +253,7 @@ def run_pair(sb: Sandbox, batch: Batch, *, standby: Standby | None = None,
         yield from _pair_loop(sb, st, beside)
 
 
-def _pair_loop(sb: Sandbox, st: Standby, beside: Beside | None) -> Iterator[Pair]:
+def _pair_loop(sb: WorkerSetup, st: Standby, beside: Beside | None) -> Iterator[Pair]:
     """Watch both containers until each has exited, taking each step of the handshake when
     its time comes (_PairRun); then the batch's Pair."""
     run = _PairRun(sb=sb, st=st, beside=beside)
@@ -277,7 +279,7 @@ class _PairRun:
     `step` (seconds since the last look) is added to the deadline of a container waiting on
     the other (Container.extend)."""
 
-    sb: Sandbox
+    sb: WorkerSetup
     st: Standby
     beside: Beside | None
     ref_exit: ExitState | None = None
@@ -375,7 +377,7 @@ class _PairRun:
         if self.outgrown is not None:
             if self.beside is not None:
                 self.beside.settle()
-            with run_entry(self.sb, batch.image, batch.kernel_file, batch.cases, st.ref_out,
+            with entry_container(self.sb, batch.image, batch.kernel_file, batch.cases, st.ref_out,
                            self.outgrown, batch.problem) as entry:
                 yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
                            entry_limits=self.outgrown)

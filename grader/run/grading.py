@@ -31,7 +31,7 @@ from grader.results import (
 )
 from grader.run.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.run.config import RunConfig
-from grader.run.jobs import Sandbox, TimingKnobs
+from grader.run.jobs import TimingKnobs, WorkerSetup
 from grader.run.worker import (
     GradingContext,
     References,
@@ -51,8 +51,14 @@ from grader.scoring.hardware import load_hardware
 from grader.suite.load import ProblemBundle, Suite, find_suite
 from grader.verdicts import Verdict
 
-__all__ = ["Grader", "derive_module_seed", "derive_seed", "make_sandbox", "select_shapes",
-           "summarize"]
+__all__ = [
+    "Grader",
+    "derive_module_seed",
+    "derive_seed",
+    "select_shapes",
+    "summarize",
+    "worker_setup",
+]
 
 Progress = Callable[[str], None]
 
@@ -71,8 +77,8 @@ def summarize(problems: list[ProblemResult]) -> Summary:
                    illusion_gap=(correct - passed) / n if n else 0.0)
 
 
-def make_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
-                 ) -> Sandbox:
+def worker_setup(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
+                 ) -> WorkerSetup:
     """What every container of one worker shares: interpreter, GPU, host binds, timing."""
     runtime = cfg.runtime_config
     kind = runtime.kind
@@ -84,7 +90,7 @@ def make_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_inde
         rt = host_runtime(runtime.python, cfg.device == "cuda")
         python, binds, env = rt.python, rt.as_binds(), rt.env
     if cfg.device == "cpu":
-        return Sandbox(engine=engine, session=session, python=python, device="cpu",
+        return WorkerSetup(engine=engine, session=session, python=python, device="cpu",
                        extra_binds=binds, extra_env=env)
     mode, nodes = gpu_mode(engine.info())
     if mode == "none":
@@ -95,7 +101,7 @@ def make_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_inde
     gpu = GpuAccess(mode=mode, index=gpu_index, device_nodes=tuple(gpu_nodes(nodes, gpu_index)))
     if kind == "cuda" and mode == "devices":
         binds, env = driver_binds()
-    return Sandbox(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
+    return WorkerSetup(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
                    extra_binds=binds, extra_env=env, timing=TimingKnobs())
 
 
@@ -162,11 +168,11 @@ class Grader:
                              hint="name one with --hardware (grader hardware list)")
         return found
 
-    def workers(self) -> list[Sandbox]:
+    def workers(self) -> list[WorkerSetup]:
         """One sandbox per worker: per GPU on --device cuda (one entry per GPU at a time), else
         --jobs of them on the CPU. Each worker has its own engine client (threads)."""
         slots = self.cfg.gpus if self.cfg.device == "cuda" else tuple(range(self.cfg.jobs))
-        return [make_sandbox(self.cfg, self.engine if i == 0 else self.engine.clone(),
+        return [worker_setup(self.cfg, self.engine if i == 0 else self.engine.clone(),
                              self.session, gpu_index=slot) for i, slot in enumerate(slots)]
 
     def open_checkpoint(self, suite: Suite, bundle_sha256: str) -> dict[str, Finished]:

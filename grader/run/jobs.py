@@ -69,7 +69,7 @@ class ContainerRun:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Sandbox:
+class WorkerSetup:
     """What every container of this run shares."""
 
     engine: ContainerEngine
@@ -107,7 +107,7 @@ def write_job(in_dir: Path, job: dict[str, object]) -> None:
     place(in_dir, JOB_FILE, job)
 
 
-def entry_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *, hold: bool = False
+def entry_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *, hold: bool = False
               ) -> dict[str, object]:
     """`hold`: its timed loops wait for the host's go (protocol.GO_FILE), after its traced
     calls."""
@@ -133,7 +133,7 @@ def entry_args(problem: Problem | None) -> tuple[str, ...]:
     return problem.entry_names()
 
 
-def timing_job(sb: Sandbox, cases: list[Case], *, reference: bool, hold: bool = False
+def timing_job(sb: WorkerSetup, cases: list[Case], *, reference: bool, hold: bool = False
                ) -> dict[str, object]:
     """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU);
     `hold`: the loop waits for the host's go."""
@@ -149,7 +149,7 @@ def timing_job(sb: Sandbox, cases: list[Case], *, reference: bool, hold: bool = 
     return job
 
 
-def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limits: Limits,
+def container_spec(sb: WorkerSetup, image: str, role: Role, binds: list[Bind], limits: Limits,
                    masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
                    ) -> ContainerSpec:
     """A container of this batch; `gated`: a standby's (run.batch.Standby)."""
@@ -172,7 +172,7 @@ def container_spec(sb: Sandbox, image: str, role: Role, binds: list[Bind], limit
                          stdout_bytes=STDOUT_BYTES if channel else 0)
 
 
-def reference_job(sb: Sandbox, cases: list[Case], problem: Problem | None, *,
+def reference_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
                   hold: bool = False) -> dict[str, object]:
     """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases."""
     job = timing_job(sb, cases, reference=True, hold=hold)
@@ -187,7 +187,7 @@ def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
             Bind(host=str(out_dir), container=OUT, read_only=False)]
 
 
-def entry_spec(sb: Sandbox, image: str, in_dir: Path, out_dir: Path, limits: Limits,
+def entry_spec(sb: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limits: Limits,
                problem: Problem | None, gated: bool = False) -> ContainerSpec:
     """`in_dir`: from entry_in, with the kernel file in its CODE folder."""
     binds = [Bind(host=str(in_dir / CODE), container=ENTRY), *io_binds(in_dir, out_dir)]
@@ -215,7 +215,7 @@ def entry_in(kernel_file: Path) -> Iterator[Path]:
         yield path
 
 
-def deliver(sb: Sandbox, cases: list[Case], problem: Problem | None, ref_out: Path,
+def deliver(sb: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out: Path,
             in_dir: Path, *, hold: bool = False) -> None:
     """The entry's inputs and job (entry_job), placed once it has been imported: copied from
     the reference's folder into the entry's own tmpfs, grown to hold them first."""

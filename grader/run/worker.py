@@ -41,10 +41,10 @@ from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
 from grader.results import ProblemResult, ShapeResult
 from grader.run import plan as batching
-from grader.run.batch import Batch, Beside, Standby, run_entry, run_pair, run_reference
+from grader.run.batch import Batch, Beside, Standby, entry_container, reference_container, run_pair
 from grader.run.checkpoint import Finished
 from grader.run.config import RunConfig
-from grader.run.jobs import Case, ContainerRun, Sandbox
+from grader.run.jobs import Case, ContainerRun, WorkerSetup
 from grader.run.phases import add, harness_phases
 from grader.sandbox.spec import Limits
 from grader.suite.load import ProblemBundle, Suite
@@ -191,7 +191,7 @@ class Worker:
     """Grades problems on one sandbox under `ctx`, taking each next problem from `claim` and
     handing each result, with what it learnt, to `finished`."""
 
-    def __init__(self, ctx: GradingContext, sandbox: Sandbox, suite: Suite, sub: Submission,
+    def __init__(self, ctx: GradingContext, sandbox: WorkerSetup, suite: Suite, sub: Submission,
                  runtime_tag: str, *, depth: int) -> None:
         self.ctx = ctx
         self.sb = sandbox
@@ -382,7 +382,7 @@ class Worker:
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
         problem = plan.bundle.problem
         self.ctx.progress(f"{label}: reference ({len(cases)} cases)")
-        with run_reference(self.sb, plan.image, cases, self._reference_limits(plan, k),
+        with reference_container(self.sb, plan.image, cases, self._reference_limits(plan, k),
                            problem) as (ref, ref_dir):
             if (unusable := _unusable(ref, shapes, cases)) is not None:
                 return unusable
@@ -391,7 +391,7 @@ class Worker:
             limits = batching.entry_limits(self.ctx.cfg.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
-            with run_entry(self.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+            with entry_container(self.sb, plan.image, plan.kernel, cases, ref_dir, limits,
                            problem) as entry:
                 return self.judge(plan, shapes, cases, ref, entry, limits)
 

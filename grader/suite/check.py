@@ -32,7 +32,7 @@ from grader.suite.load import ProblemBundle, Suite
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
-    from grader.run.jobs import Case, ContainerRun, Sandbox
+    from grader.run.jobs import Case, ContainerRun, WorkerSetup
     from grader.sandbox.spec import Limits
 
 Say = Callable[[str], None]
@@ -130,7 +130,7 @@ def _bits_equal(a: Any, b: Any) -> bool:
 class Runner:
     """Runs a problem's reference in containers (the grading's images and sandbox)."""
 
-    sandbox: Sandbox
+    sandbox: WorkerSetup
     limits: Limits  # the reference's base limits
     runtime_tag: str
     suite_id: str
@@ -169,13 +169,14 @@ class Runner:
     def _batch(self, bundle: ProblemBundle, image: str, cases: list[Case]) -> list[ShapeCheck]:
         from grader.judge.problem import reference_failure
         from grader.run import plan
-        from grader.run.batch import run_reference
+        from grader.run.batch import reference_container
 
         shapes = list({c.shape.id: c.shape for c in cases}.values())
         per_shape = {s.id: self.seeds for s in shapes}
         limits = plan.reference_limits(self.limits, bundle.problem, shapes, per_shape)
-        with run_reference(self.sandbox, image, cases, limits, bundle.problem) as (first, _), \
-                run_reference(self.sandbox, image, cases, limits, bundle.problem) as (second, _):
+        sb, problem = self.sandbox, bundle.problem
+        with reference_container(sb, image, cases, limits, problem) as (first, _), \
+                reference_container(sb, image, cases, limits, problem) as (second, _):
             for run in (first, second):
                 failure = reference_failure(run, cases)
                 if failure is not None:

@@ -71,12 +71,12 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
             assert s.timing is not None and s.timing.median_us > 0
             assert s.trace is not None
             assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
-    from grader.run.grading import make_sandbox
+    from grader.run.grading import worker_setup
     from grader.sandbox.docker_engine import DockerEngine
 
     cfg = RunConfig(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
                     cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable)
-    sb = make_sandbox(cfg, DockerEngine(), "inspect")
+    sb = worker_setup(cfg, DockerEngine(), "inspect")
     # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
     assert sb.gpu is not None
     assert bool(sb.extra_binds) == (sb.gpu.mode == "devices")
@@ -98,7 +98,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
     from grader.run.batch import Batch, Standby
     from grader.run.channel import read_frames
-    from grader.run.grading import make_sandbox
+    from grader.run.grading import worker_setup
     from grader.run.jobs import Case
     from grader.sandbox.docker_engine import DockerEngine
     from grader.sandbox.spec import Limits
@@ -107,7 +107,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     engine = DockerEngine()
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
                     runtime="host", python=sys.executable)
-    sb = make_sandbox(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
+    sb = worker_setup(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
     runtime = ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable))
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
     shape = bundle.problem.shapes[0]

@@ -16,7 +16,7 @@ from grader.cli.selftest import grade_case
 from grader.images import ensure, problem_plan
 from grader.paths import REPO
 from grader.run.batch import Batch, run_pair
-from grader.run.jobs import Sandbox
+from grader.run.jobs import WorkerSetup
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Limits
 from grader.verdicts import Verdict
@@ -27,8 +27,8 @@ SAW = "SAW INPUTS DURING IMPORT"  # what the cases print if an input reached the
 
 
 @pytest.fixture()
-def sb(engine: DockerEngine) -> Iterator[Sandbox]:
-    box = Sandbox(engine=engine, session=f"test-{uuid.uuid4().hex[:8]}",
+def sb(engine: DockerEngine) -> Iterator[WorkerSetup]:
+    box = WorkerSetup(engine=engine, session=f"test-{uuid.uuid4().hex[:8]}",
                   python="/opt/venv/bin/python3", device="cpu")
     try:
         yield box
@@ -36,7 +36,7 @@ def sb(engine: DockerEngine) -> Iterator[Sandbox]:
         engine.reap(box.session)
 
 
-def _pair(engine: DockerEngine, runtime, sb: Sandbox, kernel: Path):  # type: ignore[no-untyped-def]
+def _pair(engine: DockerEngine, runtime, sb: WorkerSetup, kernel: Path):  # type: ignore[no-untyped-def]
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     batch = Batch(image=image.tag, kernel_file=kernel, cases=[c for c in cases if not c.timing],

@@ -17,7 +17,7 @@ from grader.images import ensure, problem_plan
 from grader.paths import REPO
 from grader.run.batch import Batch, run_pair
 from grader.run.grading import derive_seed
-from grader.run.jobs import Case, Sandbox, TimingKnobs
+from grader.run.jobs import Case, TimingKnobs, WorkerSetup
 from grader.sandbox.spec import Limits
 from grader.suite.load import ProblemBundle, load_suite
 
@@ -40,7 +40,7 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     session = f"test-{uuid.uuid4().hex[:8]}"
-    sb = Sandbox(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
+    sb = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
                  timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
     limits = Limits(wall_s=120.0)
     try:
@@ -80,7 +80,7 @@ def test_entry_whose_outputs_outgrow_the_counted_cap_runs_again_after(engine, ru
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     session = f"test-{uuid.uuid4().hex[:8]}"
-    sb = Sandbox(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
+    sb = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
                  timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
     small = Limits(wall_s=120.0, output_bytes=8 << 10)  # below one case's 16 KiB of outputs
     try:

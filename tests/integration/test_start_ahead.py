@@ -26,7 +26,7 @@ from grader.images import ensure, problem_plan
 from grader.run.batch import Batch, Beside, Standby, run_pair
 from grader.run.channel import GateFrame, read_frames
 from grader.run.config import RunConfig
-from grader.run.jobs import Sandbox, TimingKnobs
+from grader.run.jobs import TimingKnobs, WorkerSetup
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, Limits
 from grader.verdicts import Verdict
@@ -34,13 +34,13 @@ from grader.verdicts import Verdict
 pytestmark = pytest.mark.docker
 
 
-def _sandbox(engine: DockerEngine, **kw: Any) -> Sandbox:
-    return Sandbox(engine=engine, session=f"test-{uuid.uuid4().hex[:8]}",
+def _sandbox(engine: DockerEngine, **kw: Any) -> WorkerSetup:
+    return WorkerSetup(engine=engine, session=f"test-{uuid.uuid4().hex[:8]}",
                    python="/opt/venv/bin/python3", device="cpu", **kw)
 
 
 @pytest.fixture()
-def sb(engine: DockerEngine) -> Iterator[Sandbox]:
+def sb(engine: DockerEngine) -> Iterator[WorkerSetup]:
     """A CPU sandbox of its own session; afterwards its containers are reaped, and none
     may have been left behind."""
     box = _sandbox(engine)
@@ -160,7 +160,7 @@ def test_a_standby_whose_harness_cannot_start_is_unusable(engine, runtime, sb) -
     """Exited before its gate (here: an interpreter that fails at once): never waited on,
     never used."""
     batch = _batch(engine, runtime)
-    broken = Sandbox(engine=engine, session=sb.session, python="/bin/false",
+    broken = WorkerSetup(engine=engine, session=sb.session, python="/bin/false",
                      device="cpu")
     st = Standby(broken, batch)
     deadline = time.monotonic() + 30

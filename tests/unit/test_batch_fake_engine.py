@@ -35,9 +35,17 @@ from grader.paths import PROBLEM_BUNDLES
 from grader.results import ShapeResult
 from grader.run import batch as run_batch
 from grader.run import plan
-from grader.run.batch import Batch, Beside, Pair, Standby, run_entry, run_pair, run_reference
+from grader.run.batch import (
+    Batch,
+    Beside,
+    Pair,
+    Standby,
+    entry_container,
+    reference_container,
+    run_pair,
+)
 from grader.run.channel import read_frames
-from grader.run.jobs import CODE, Case, ContainerRun, Sandbox, TimingKnobs
+from grader.run.jobs import CODE, Case, ContainerRun, TimingKnobs, WorkerSetup
 from grader.sandbox import capped
 from grader.sandbox.engine import Container, ContainerEngine
 from grader.sandbox.spec import Limits, Role
@@ -67,12 +75,12 @@ def _engine(ref: Script | None = None, ent: Script | list[Script] | None = None,
     return FakeEngine({Role.REFERENCE: [ref or reference()], Role.ENTRY: ents}, **kw)
 
 
-def _sandbox(engine: FakeEngine, *, timed: bool = False) -> Sandbox:
-    return Sandbox(engine=engine, session="unit", python=PYTHON, device="cpu",
+def _sandbox(engine: FakeEngine, *, timed: bool = False) -> WorkerSetup:
+    return WorkerSetup(engine=engine, session="unit", python=PYTHON, device="cpu",
                    timing=TimingKnobs(sets_per_shape=2) if timed else None)
 
 
-def _cases(sb: Sandbox, shapes: list[Shape], seeds: int = 2) -> list[Case]:
+def _cases(sb: WorkerSetup, shapes: list[Shape], seeds: int = 2) -> list[Case]:
     cases = [Case(id=f"{s.id}.{k}", shape=s, seed=100 * n + k)
              for n, s in enumerate(shapes) for k in range(seeds)]
     if sb.timing is not None:
@@ -81,7 +89,7 @@ def _cases(sb: Sandbox, shapes: list[Shape], seeds: int = 2) -> list[Case]:
     return cases
 
 
-def _batch(tmp_path: Path, problem: Problem, sb: Sandbox, shapes: list[Shape], **kw: Any
+def _batch(tmp_path: Path, problem: Problem, sb: WorkerSetup, shapes: list[Shape], **kw: Any
            ) -> Batch:
     """A batch as the worker makes one: the caps from the problem's count of bytes."""
     kernel = tmp_path / "kernel.py"
@@ -104,7 +112,7 @@ def _judge(problem: Problem, batch: Batch, reference_run: ContainerRun, entry_ru
                          max_output_bytes=limits.output_bytes)
 
 
-def _pair(sb: Sandbox, batch: Batch, problem: Problem, **kw: Any
+def _pair(sb: WorkerSetup, batch: Batch, problem: Problem, **kw: Any
           ) -> tuple[Pair, list[ShapeResult] | None]:
     with run_pair(sb, batch, **kw) as pair:
         got = None if pair.entry is None else _judge(problem, batch, pair.reference,
@@ -208,10 +216,11 @@ def test_one_container_after_the_other(tmp_path: Path, problem: Problem) -> None
     engine = _engine()
     sb = _sandbox(engine)
     batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    with run_reference(sb, batch.image, batch.cases, batch.ref_limits, problem) as (ref, ref_dir):
+    with reference_container(sb, batch.image, batch.cases, batch.ref_limits,
+                             problem) as (ref, ref_dir):
         assert engine.left() == []  # the reference exited and was removed
         limits = plan.entry_limits(Limits(), ref_dir, [c.id for c in batch.cases])
-        with run_entry(sb, batch.image, batch.kernel_file, batch.cases, ref_dir, limits,
+        with entry_container(sb, batch.image, batch.kernel_file, batch.cases, ref_dir, limits,
                        problem) as ent:
             got = _judge(problem, batch, ref, ent, limits)
     assert engine.of(Role.ENTRY)[0].seen_at_import == [CODE]

@@ -1,6 +1,6 @@
 """How GPUs reach containers: which device nodes each worker's containers get (one GPU a
 worker, `--gpus 0,1,...`), and how the host's NVIDIA driver libraries are found and bound for
-`--runtime cuda` without NVIDIA's container toolkit (doctor, grade.make_sandbox). The run on
+`--runtime cuda` without NVIDIA's container toolkit (doctor, grade.worker_setup). The run on
 several GPUs at once needs a host with them (docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from grader.errors import UsageError
 from grader.run import grading as grade
 from grader.run.config import RunConfig
-from grader.run.jobs import Sandbox, container_spec
+from grader.run.jobs import WorkerSetup, container_spec
 from grader.sandbox import gpus as doctor
 from grader.sandbox.gpus import (
     DRIVER_LIB_DIR,
@@ -90,7 +90,7 @@ def test_the_binds_are_read_only_files_in_the_images_library_folder(
              container=f"{DRIVER_LIB_DIR}/libnvidia-ml.so.1"))
     assert all(b.read_only for b in binds)
     # Triton asks ldconfig for libcuda unless told; the image's cache does not list the folder.
-    sb = Sandbox(engine=None, session="s", python="/usr/bin/python3", device="cuda",  # type: ignore[arg-type]
+    sb = WorkerSetup(engine=None, session="s", python="/usr/bin/python3", device="cuda",  # type: ignore[arg-type]
                  extra_binds=binds, extra_env=env)
     spec = container_spec(sb, "img", Role.ENTRY, [], Limits())
     assert spec.env["TRITON_LIBCUDA_PATH"] == DRIVER_LIB_DIR

@@ -161,7 +161,7 @@ def test_a_host_runtime_sandbox_uses_the_probed_interpreter_and_its_binds(
     monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: rt)
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, runtime="host",
                     python="python3")
-    sb = grade.make_sandbox(cfg, None, "s")  # type: ignore[arg-type]
+    sb = grade.worker_setup(cfg, None, "s")  # type: ignore[arg-type]
     assert sb.python == "/opt/py/bin/python3.11"
     assert [(b.host, b.container, b.read_only) for b in sb.extra_binds] == [
         ("/opt/py", "/opt/py", True)]

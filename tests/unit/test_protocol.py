@@ -16,7 +16,7 @@ import pytest
 
 from grader.harness import protocol
 from grader.images import problem_plan
-from grader.run.jobs import Sandbox, container_spec, entry_spec, io_binds
+from grader.run.jobs import WorkerSetup, container_spec, entry_spec, io_binds
 from grader.sandbox.spec import Limits, Role
 from grader.suite.load import find_suite
 
@@ -118,7 +118,7 @@ def test_host_and_image_put_things_where_the_harness_looks() -> None:
     assert f"COPY problem/ {protocol.PROBLEM}/\n" in plan.dockerfile
     assert f"harness/{Path(protocol.BOOT).name}" in plan.context
     assert "harness/protocol.py" in plan.context  # the harness's copy of these names
-    sb = Sandbox(engine=None, session="s", python="/py", device="cpu")  # type: ignore[arg-type]
+    sb = WorkerSetup(engine=None, session="s", python="/py", device="cpu")  # type: ignore[arg-type]
     ref = container_spec(sb, "img", Role.REFERENCE, io_binds(Path("/i"), Path("/o")),
                          Limits(), gated=True)
     assert ref.command[:4] == ["/py", "-I", protocol.BOOT, protocol.REFERENCE_MODE]
