@@ -1,6 +1,7 @@
 # Two commands on a fresh Debian machine, as root:
 #   make demo   set everything up, build the images, grade the example entry
-#   make test   set everything up, run the tests (unit + integration against a real Docker engine)
+#   make test   set everything up, run the tests (unit + integration against a real Docker engine);
+#               prints the 25 slowest
 PYTHON ?= python3
 REPORTS ?= reports/demo
 export PIP_ROOT_USER_ACTION := ignore
@@ -20,7 +21,7 @@ demo: images
 	@echo "reports: $(REPORTS)/report.html $(REPORTS)/report.json"
 
 test: setup
-	$(PYTHON) -m pytest -q --run-docker tests
+	$(PYTHON) -m pytest -q --run-docker --durations=25 tests
 
 unit:
 	$(PYTHON) -m pytest -q tests/unit

@@ -6,8 +6,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from case_pool import CasePool, cost
 
-from grader.cli.selftest import CaseResult, case_dirs, grade_case
+from grader.cli.selftest import CaseResult, case_dirs
 from grader.paths import REPO
 from grader.report.render import FORMATS, load_report, write_reports
 from grader.results import Report
@@ -22,14 +23,15 @@ HONEST = REPO / "build" / "honest_public" / "honest_public"
 
 
 def _cases() -> list[object]:
-    """Every case folder; one whose case.toml says `xfail = "why"` is a known, open hole."""
+    """Every case folder, the longest to grade first (case_pool.cost); one whose case.toml
+    says `xfail = "why"` is a known, open hole."""
     out: list[object] = []
     honest = sorted(p for p in HONEST.iterdir() if (p / "case.toml").is_file()) \
         if HONEST.is_dir() else []
     if not honest:
         out.append(pytest.param(None, id="honest_public", marks=pytest.mark.skip(
             reason=f"no assembled honest corpus in {HONEST} (bench/honest_corpus_assemble.py)")))
-    for p in [*case_dirs(GROUPS), *honest]:
+    for p in sorted([*case_dirs(GROUPS), *honest], key=cost, reverse=True):
         why = tomllib.loads((p / "case.toml").read_text()).get("xfail")
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
         out.append(pytest.param(p, marks=marks, id=f"{p.parent.name}/{p.name}"))
@@ -37,8 +39,8 @@ def _cases() -> list[object]:
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_case(case: Path, engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = grade_case(engine, case, tmp_path)
+def test_case(case: Path, case_pool: CasePool, tmp_path: Path) -> None:
+    result = case_pool.result(case)  # graded ahead, alone (case_pool.py)
     assert result.got == result.expected, _why(result)
     assert result.leftovers == 0  # nothing of this run is left behind
     _reads_back(result.report, tmp_path)

@@ -1,9 +1,10 @@
 """Checks on hostile cases beyond their verdicts: what they leave on the host afterwards.
 
 tests/integration/test_cases.py grades every case of tests/cases/hostile/ and checks the
-verdicts; this file grades a few of them again and looks at the host: no process left behind,
-no mount or temporary folder left behind, no trusted file changed, and every report format
-renders with the entry's hostile text made inert.
+verdicts; this file looks at the host around a few of them: no process left behind, no mount
+or temporary folder left behind, no trusted file changed, and every report format renders
+with the entry's hostile text made inert. Checks made before a grading grade the case again
+here; checks made after one take test_cases.py's grading (case_pool.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from case_pool import CasePool
 
 from grader.cli.selftest import grade_case
 from grader.detect.detector import Detector
@@ -26,6 +28,7 @@ from grader.report.render import FORMATS, write_reports
 from grader.results import Report
 from grader.run.config import RunConfig
 from grader.run.grading import Grader
+from grader.sandbox.runs import OWNER, runs_root
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker
@@ -35,6 +38,17 @@ HOSTILE = Path(__file__).resolve().parents[1] / "cases" / "hostile"
 def _grade(name: str, engine, tmp_path: Path) -> Report:  # type: ignore[no-untyped-def]
     result = grade_case(engine, HOSTILE / name, tmp_path)
     assert result.leftovers == 0  # none of this run's containers is left
+    return result.report
+
+
+def _graded(name: str, case_pool: CasePool | None, engine, tmp_path: Path  # type: ignore[no-untyped-def]
+            ) -> Report:
+    """The case's grading by test_cases.py's pool (the same grading, shared), or graded here
+    when no case is selected; for checks made once the grading is over."""
+    if case_pool is None:
+        return _grade(name, engine, tmp_path)
+    result = case_pool.result(HOSTILE / name, widen=False)
+    assert result.leftovers == 0
     return result.report
 
 
@@ -49,10 +63,27 @@ def _host_cmdlines() -> list[bytes]:
     return out
 
 
+def _another_live_run(mount: str) -> bool:
+    """Whether the mount is in the folder of a run of another process that is still running
+    (the cases graded meanwhile by tests/integration/case_pool.py, another grader on the
+    host): not a leftover."""
+    point, root = Path(mount.split()[1]), runs_root()
+    if root not in point.parents:
+        return False
+    try:
+        pid = json.loads((root / point.relative_to(root).parts[0] / OWNER).read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return pid != os.getpid() and Path(f"/proc/{pid}").exists()
+
+
 def _grader_leftovers() -> tuple[list[str], list[str]]:
-    """Grader mounts and temporary folders that exist now."""
-    mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
-              if "grader-out-" in line or "grader-in-" in line]
+    """Grader mounts (but those of other live runs) and temporary folders that exist now."""
+    seen = [line for line in Path("/proc/mounts").read_text().splitlines()
+            if ("grader-out-" in line or "grader-in-" in line) and not _another_live_run(line)]
+    # A run that ended between the two reads took its owner file and its mounts with it.
+    still = set(Path("/proc/mounts").read_text().splitlines())
+    mounts = [line for line in seen if line in still]
     tmp = Path(tempfile.gettempdir())
     dirs = sorted(str(p) for pat in ("grader-out-*", "grader-in-*", "grader-run-*")
                   for p in tmp.glob(pat))
@@ -66,8 +97,8 @@ def _digest(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
-def test_daemon_does_not_outlive_its_container(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    report = _grade("double_fork_daemon", engine, tmp_path)
+def test_daemon_does_not_outlive_its_container(case_pool, engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = _graded("double_fork_daemon", case_pool, engine, tmp_path)
     assert report.problems[0].verdict == Verdict.POLICY_VIOLATION
     left = [c for c in _host_cmdlines() if b"4242.4242" in c]
     assert not left, left
@@ -95,8 +126,8 @@ def test_trusted_files_unchanged(name: str, engine, runtime, tmp_path: Path) -> 
     assert _digest([*trusted, kernel]) == before
 
 
-def test_hostile_text_is_inert_in_every_report(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    report = _grade("error_message_markup", engine, tmp_path)
+def test_hostile_text_is_inert_in_every_report(case_pool, engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = _graded("error_message_markup", case_pool, engine, tmp_path)
     assert report.problems[0].verdict == Verdict.RUNTIME_ERROR
     paths = write_reports(report, tmp_path / "reports", list(FORMATS))
     html = paths["html"].read_text(encoding="utf-8")
@@ -134,11 +165,11 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
 
 
 @pytest.mark.parametrize("name", ["read_expected_beside_inputs", "read_reference_files"])
-def test_searches_for_the_reference_find_nothing(name: str, engine, runtime, tmp_path: Path  # type: ignore[no-untyped-def]
-                                                 ) -> None:
+def test_searches_for_the_reference_find_nothing(name: str, case_pool, engine,  # type: ignore[no-untyped-def]
+                                                 tmp_path: Path) -> None:
     """The verdict (policy_violation, for the file-system calls) does not show whether the
     search found anything: the entry prints BREACH when it does, and it must not have."""
-    report = _grade(name, engine, tmp_path)
+    report = _graded(name, case_pool, engine, tmp_path)
     problem = report.problems[0]
     assert problem.verdict == Verdict.POLICY_VIOLATION
     assert "BREACH" not in (problem.stderr_excerpt or "")
