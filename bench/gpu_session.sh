@@ -30,6 +30,10 @@
 #                    left of the call less 60 s: per-entry wall time and where it went, first
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/
+#   ray              tests/gpu/test_ray_gpu.py: a round on a one-node Ray cluster holding the GPU,
+#                    with the Ray that bench/device_ray.sh packed into .device/ray.tar.xz
+#   corpus[:C,..]    bench/honest_corpus.py --device cuda over build/honest_public (carry it;
+#                    bench/honest_corpus_assemble.py), all cases or only C,.. -> $OUT/corpus.txt
 #   verify:NAME      grader verify of the grading NAME made earlier in this call (its report,
 #                    secret and bundle): every verdict, and the timings and scores within
 #                    their noise, reproduced on this GPU -> $OUT/verify-NAME.txt
@@ -81,7 +85,9 @@ for step in "${steps[@]}"; do
   echo "== $step ($(date -u +%T))"
   case $step in
     calibrate) python3 -m grader hardware calibrate -o "$OUT/calibrated.toml" 2>&1 ;;
-    hostile) python3 -m grader selftest --group hostile_gpu --device cuda 2>&1 \
+    hostile) left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
+             if [ "$left" -lt 60 ]; then echo "hostile: skipped, ${left} s left"; continue; fi
+             timeout "$left" python3 -m grader selftest --group hostile_gpu --device cuda 2>&1 \
                | tee "$OUT/selftest-hostile_gpu.txt" ;;
     examples) grade examples/triton triton-1
               python3 bench/fidelity.py "$OUT/report-triton-1.json" --json "$OUT/fidelity.json" \
@@ -108,6 +114,20 @@ for step in "${steps[@]}"; do
             --run-docker --run-gpu tests/gpu -k cuda_runtime 2>&1 | tail -n 15 \
             | tee "$OUT/pytest-gpu-cuda.txt" ;;
     clocks) python3 bench/clocks.py --json "$OUT/clocks.json" 2>&1 | tee "$OUT/clocks.md" ;;
+    ray) left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
+         if [ ! -f .device/ray.tar.xz ]; then echo "ray: no .device/ray.tar.xz"; continue; fi
+         if [ "$left" -lt 60 ]; then echo "ray: skipped, ${left} s left"; continue; fi
+         mkdir -p /tmp/ray-site && tar -xJf .device/ray.tar.xz -C /tmp/ray-site \
+           --strip-components=1
+         PYTHONPATH=/tmp/ray-site:$PYTHONPATH timeout "$left" python3 -m pytest -q -s \
+           -p no:cacheprovider --run-docker --run-gpu tests/gpu/test_ray_gpu.py \
+           >"$OUT/pytest-ray.txt" 2>&1
+         tail -n 15 "$OUT/pytest-ray.txt" ;;
+    corpus|corpus:*) cases=(); [ "$step" != corpus ] && IFS=, read -ra cases <<<"${step#corpus:}"
+                     left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
+                     if [ "$left" -lt 60 ]; then echo "$step: skipped, ${left} s left"; continue; fi
+                     timeout "$left" python3 bench/honest_corpus.py --device cuda "${cases[@]}" \
+                       2>&1 | tee "$OUT/corpus.txt" ;;
     tests|tests:*) sel=(); [ "$step" != tests ] && sel=(-k "${step#tests:}")
                    left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
                    if [ "$left" -lt 30 ]; then echo "$step: skipped, ${left} s left"; continue; fi

@@ -45,6 +45,7 @@ class Row:
     verdict: str
     findings: tuple[str, ...]  # "RULE severity line N" for each finding above info
     known: str | None  # the case's xfail reason: a known open false alarm
+    why: str | None = None  # the first shape not passed: its detail and error excerpt
 
     @property
     def ok(self) -> bool:
@@ -95,8 +96,22 @@ def rows_from_problems(case: str, problems: Iterable[ProblemResult],
     for p in problems:
         dynamic = [f for s in p.shapes for f in s.findings]
         rows.append(Row(case=case, problem=p.id, verdict=str(p.verdict),
-                        findings=_shown([*p.findings, *dynamic]), known=known))
+                        findings=_shown([*p.findings, *dynamic]), known=known,
+                        why=_why(p)))
     return rows
+
+
+def _why(p: ProblemResult) -> str | None:
+    """What the first shape that did not pass says: its detail and the tail of its error
+    excerpt (the traceback's last lines name the cause), on one line."""
+    for s in p.shapes:
+        if s.verdict != Verdict.PASSED:
+            tail = (s.error_excerpt or "").strip().splitlines()[-6:]
+            return " | ".join([f"{s.id}: {s.detail}", *tail])[:WHY_CHARS]
+    return None
+
+
+WHY_CHARS = 800
 
 
 def render(rows: Sequence[Row]) -> str:
@@ -109,8 +124,13 @@ def render(rows: Sequence[Row]) -> str:
     for i, line in enumerate([head, *body]):
         lines.append("  ".join(c.ljust(w) for c, w in zip(line[:3], widths, strict=True))
                      + "  " + line[3])
-        if i and rows[i - 1].known and not rows[i - 1].ok:
-            lines.append(" " * (sum(widths) + 6) + f"known: {rows[i - 1].known}")
+        row = rows[i - 1] if i else None
+        if row is not None and not row.ok:
+            pad = " " * (sum(widths) + 6)
+            if row.known:
+                lines.append(f"{pad}known: {row.known}")
+            if row.why:
+                lines.append(f"{pad}why: {row.why}")
     passed = sum(r.ok for r in rows)
     lines.append(f"{passed}/{len(rows)} passed")
     return "\n".join(lines)

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
@@ -37,6 +36,7 @@ from grader.results import Report
 from grader.round.board import build_board
 from grader.round.render import board_html
 from grader.round.store import RoundDir
+from tests import loopback_netns
 
 pytestmark = pytest.mark.docker
 
@@ -207,9 +207,7 @@ def _ray_missing() -> str | None:
         import ray  # noqa: F401
     except ImportError:
         return "ray is not installed (pip install 'grader[ray]'; scripts/setup.sh does)"
-    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("nsenter"):
-        return "needs root, `ip` and `nsenter` for the cluster's loopback-only namespace"
-    return None
+    return loopback_netns.missing()
 
 
 @pytest.fixture()
@@ -218,36 +216,33 @@ def ray_cluster(tmp_path: Path) -> Iterator[tuple[tuple[str, ...], list[subproce
     label of its own, in a fresh network namespace holding only `lo`; the prefix that runs a
     command in it, and the nodes' `ray start --block` processes (head first). Teardown stops
     both nodes (those processes) and deletes the namespace."""
-    ns = f"grader-ray-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    prefix = ("nsenter", f"--net=/var/run/netns/{ns}")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     nodes: list[subprocess.Popen[bytes]] = []
-    try:
-        subprocess.run([*prefix, "ip", "link", "set", "lo", "up"], check=True)
-        common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
-                  "--num-gpus", "0", "--object-store-memory", str(100 << 20),
-                  "--disable-usage-stats"]
-        for i, where in enumerate((["--head", "--port", RAY_PORT, "--include-dashboard=false"],
-                                   ["--address", f"127.0.0.1:{RAY_PORT}"])):
-            resources = json.dumps({"grader_docker": 1, f"grader_test_node_{i}": 1})
-            nodes.append(subprocess.Popen(
-                [*prefix, "ray", "start", *where, *common, "--resources", resources],
-                env=env, start_new_session=True, stdout=(tmp_path / f"node{i}.log").open("wb"),
-                stderr=subprocess.STDOUT))
-            if i == 0:
-                time.sleep(3)  # the head's GCS first
-        yield prefix, nodes
-    finally:
-        for node in reversed(nodes):
-            node.terminate()  # `ray start --block` stops its node's processes on SIGTERM
-        for node in nodes:
-            try:
-                node.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
-                node.wait()
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+    with loopback_netns.loopback_namespace() as prefix:
+        try:
+            common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
+                      "--num-gpus", "0", "--object-store-memory", str(100 << 20),
+                      "--disable-usage-stats"]
+            for i, where in enumerate((["--head", "--port", RAY_PORT,
+                                        "--include-dashboard=false"],
+                                       ["--address", f"127.0.0.1:{RAY_PORT}"])):
+                resources = json.dumps({"grader_docker": 1, f"grader_test_node_{i}": 1})
+                nodes.append(subprocess.Popen(
+                    [*prefix, "ray", "start", *where, *common, "--resources", resources],
+                    env=env, start_new_session=True,
+                    stdout=(tmp_path / f"node{i}.log").open("wb"), stderr=subprocess.STDOUT))
+                if i == 0:
+                    time.sleep(3)  # the head's GCS first
+            yield prefix, nodes
+        finally:
+            for node in reversed(nodes):
+                node.terminate()  # `ray start --block` stops its node's processes on SIGTERM
+            for node in nodes:
+                try:
+                    node.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(node.pid, signal.SIGKILL)
+                    node.wait()
 
 
 NODES_PY = f"""

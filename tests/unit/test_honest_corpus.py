@@ -302,3 +302,21 @@ def test_table_lists_verdicts_and_findings_and_counts_passes() -> None:
     assert table[2].split()[:3] == ["honest_public_gpu/b", "rms_norm", "policy_violation"]
     assert table[3].strip() == "known: getattr on torch"
     assert table[-1] == "1/2 passed"
+
+
+def test_a_problem_not_passed_shows_why_from_its_first_such_shape() -> None:
+    bench = _bench()
+    excerpt = "Traceback (most recent call last):\n" + "  frame\n" * 9 \
+        + "TypeError: launch() takes 9 positional arguments but 11 were given\n"
+    shape = ShapeResult(id="smoke", phase="decode", smoke=True, params={},
+                        verdict=Verdict.RUNTIME_ERROR, detail="kernel() raised",
+                        error_excerpt=excerpt)
+    crashed = ProblemResult(id="softmax", operator="softmax", verdict=Verdict.RUNTIME_ERROR,
+                            shapes=[shape])
+    (row,) = bench.rows_from_problems("honest_public_gpu/c", [crashed], None)
+    assert row.why is not None and row.why.startswith("smoke: kernel() raised | ")
+    assert row.why.endswith("TypeError: launch() takes 9 positional arguments but 11 were given")
+    assert "Traceback" not in row.why  # only the excerpt's last lines
+    assert bench.render([row]).splitlines()[2].strip() == f"why: {row.why}"
+    passed = _problem("softmax", Verdict.PASSED, [], [])
+    assert bench.rows_from_problems("honest_public/a", [passed], None)[0].why is None
