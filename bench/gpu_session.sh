@@ -29,7 +29,8 @@
 #                    examples) on SUITE (optionally only problems P,..), stopped at what is
 #                    left of the call less 60 s: per-entry wall time and where it went, first
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
-#                    reports under $OUT/round-SUITE[-P..]/
+#                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
+#                    entries instead (repeated until there are N)
 #   ray              tests/gpu/test_ray_gpu.py: a round on a one-node Ray cluster holding the GPU,
 #                    with the Ray that bench/device_ray.sh packed into .device/ray.tar.xz
 #   corpus[:C,..]    bench/honest_corpus.py --device cuda over build/honest_public (carry it;
@@ -148,6 +149,7 @@ for step in "${steps[@]}"; do
              left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 60 ))
              if [ "$left" -lt 60 ]; then echo "$step: skipped, ${left} s left"; continue; fi
              rm -rf "/tmp/$name"
+             for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
              python3 bench/round_speed.py --suite "$suite" -n "${n:-3}" "${ropts[@]}" \
                --device cuda --runtime host --python "$PY" --time-limit "$left" \
                -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"

@@ -1,40 +1,80 @@
 """A network namespace that holds only a loopback interface, for the tests that start Ray
 nodes: Ray turns `--node-ip-address 127.0.0.1` into the machine's own address and its GCS
 listens on every interface, so the only way to keep a cluster on loopback is to give it no
-other interface. Entered with `nsenter --net` (not `ip netns exec`, which remounts /sys), so
-that the grader's mounts stay visible to the Docker engine; the engine is reached through its
-Unix socket, which no network namespace hides.
+other interface.
+
+Made with the system calls themselves (unshare and setns through ctypes, `lo` brought up with
+an ioctl), not `ip netns`/`nsenter`, which the GPU host lacks: a holder process creates the
+namespace and waits; a command runs in it behind a prefix that joins the holder's namespace
+and then execs the command. Only the network namespace changes: the grader's mounts stay
+visible to the Docker engine, which is reached through its Unix socket (no network namespace
+hides a path).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import uuid
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+_SYSCALLS = """
+import ctypes, os
+CLONE_NEWNET = 0x40000000
+libc = ctypes.CDLL(None, use_errno=True)
+def check(rc):
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+"""
+
+# Runs as the holder: a new network namespace, its `lo` up, then "ready" and a wait for stdin
+# to close.
+_HOLDER = _SYSCALLS + """
+import fcntl, socket, struct, sys
+check(libc.unshare(CLONE_NEWNET))
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    got = fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH22x", b"lo", 0))
+    flags = struct.unpack("16sH22x", got)[1]
+    fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+# The prefix: join the holder's network namespace (argv[1]: its pid), then exec argv[2:].
+_ENTER = _SYSCALLS + """
+import sys
+fd = os.open(f"/proc/{sys.argv[1]}/ns/net", os.O_RDONLY)
+check(libc.setns(fd, CLONE_NEWNET))
+os.close(fd)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
 
 
 def missing() -> str | None:
     """Why a loopback-only namespace cannot be made here, or None."""
-    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("nsenter"):
-        return "needs root, `ip` and `nsenter` for a loopback-only network namespace"
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return "needs root on Linux for a loopback-only network namespace"
     return None
 
 
 @contextmanager
 def loopback_namespace() -> Iterator[tuple[str, ...]]:
     """A fresh namespace with `lo` up; yields the command prefix that runs a command in it.
-    The namespace is deleted on exit."""
-    ns = f"grader-ray-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
+    The namespace goes when its holder and every process in it have exited."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        prefix = ("nsenter", f"--net=/var/run/netns/{ns}")
-        subprocess.run([*prefix, "ip", "link", "set", "lo", "up"], check=True)
-        yield prefix
+        assert holder.stdout is not None
+        line = holder.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError("no loopback-only namespace: "
+                               + (holder.stderr.read() if holder.stderr else "")[-2000:])
+        yield (sys.executable, "-c", _ENTER, str(holder.pid))
     finally:
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+        holder.communicate(timeout=30)  # closes its stdin: it exits
 
 
 def only_loopback(addresses: set[str]) -> bool:

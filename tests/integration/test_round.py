@@ -6,9 +6,9 @@ leaderboard page in a real headless Chromium, and the same round on a real two-n
 loses a node mid-round.
 
 The Ray cluster lives in a network namespace of its own with only a loopback interface
-(`ip netns`, entered with `nsenter --net` so that the grader's tmpfs mounts stay visible to
-the Docker engine): every node binds and talks on 127.0.0.1 and cannot reach any other
-address, the machine's own included.
+(tests/loopback_netns.py; only the network namespace changes, so the grader's tmpfs mounts
+stay visible to the Docker engine): every node binds and talks on 127.0.0.1 and cannot reach
+any other address, the machine's own included.
 """
 
 from __future__ import annotations
