@@ -1,17 +1,21 @@
 """Grade the corpus of honest public Triton code (issue 17 "And no false alarms on honest code")
 on this host and print one row per case and problem: the verdict and every static or dynamic
 finding that is not `info`. Each case is an upstream kernel from Liger-Kernel, Triton's
-tutorials or vLLM behind a thin `kernel()` adapter; every one must be `passed`. The upstream
-code is never committed: bench/honest_corpus_assemble.py builds the case folders from local
-copies into build/honest_public/ (tests/cases/honest_public_src/NOTICE.md), which this grades.
+tutorials or vLLM behind a thin `kernel()` adapter; every one must get the verdict its case
+expects (`passed`, or for honest code that fails on its own, the `runtime_error` its case.toml
+explains). The upstream code is never committed: bench/honest_corpus_assemble.py builds the
+case folders from local copies into build/honest_public/
+(tests/cases/honest_public_src/NOTICE.md), which this grades.
 
     python bench/honest_corpus.py                           # CPU: the cases the interpreter runs
     python bench/honest_corpus.py --device cuda             # GPU 0, host runtime: all cases
     python bench/honest_corpus.py --device cuda --runtime cuda liger_rms_norm
     python bench/honest_corpus.py --corpus DIR              # an assembly elsewhere
 
-Exits 1 when any graded problem is not `passed` (a case's `xfail` reason, if it has one, is
-shown beside it: a known open false alarm), 0 otherwise. Results: docs/security.md.
+Exits 1 when any graded problem's verdict is not the one its case expects (`passed`, or for
+honest code that fails on its own, `runtime_error` with the cause in its case.toml; a case's
+`xfail` reason, if it has one, is shown beside it: a known open false alarm), 0 otherwise.
+Results: docs/security.md.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import shutil
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,10 +50,11 @@ class Row:
     findings: tuple[str, ...]  # "RULE severity line N" for each finding above info
     known: str | None  # the case's xfail reason: a known open false alarm
     why: str | None = None  # the first shape not passed: its detail and error excerpt
+    expected: str = Verdict.PASSED  # the case's [expect]: passed, or the code's own failure
 
     @property
     def ok(self) -> bool:
-        return self.verdict == Verdict.PASSED
+        return self.verdict == self.expected
 
 
 def groups_for(device: str) -> tuple[str, ...]:
@@ -89,15 +94,16 @@ def _shown(findings: Iterable[Finding]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def rows_from_problems(case: str, problems: Iterable[ProblemResult],
-                       known: str | None) -> list[Row]:
-    """One row per graded problem: its static findings and its shapes' dynamic ones."""
+def rows_from_problems(case: str, problems: Iterable[ProblemResult], known: str | None,
+                       expected: Mapping[str, str] | None = None) -> list[Row]:
+    """One row per graded problem: its static findings and its shapes' dynamic ones, against
+    the verdict the case expects (passed where it says nothing)."""
     rows = []
     for p in problems:
         dynamic = [f for s in p.shapes for f in s.findings]
         rows.append(Row(case=case, problem=p.id, verdict=str(p.verdict),
                         findings=_shown([*p.findings, *dynamic]), known=known,
-                        why=_why(p)))
+                        why=_why(p), expected=str((expected or {}).get(p.id, Verdict.PASSED))))
     return rows
 
 
@@ -125,14 +131,16 @@ def render(rows: Sequence[Row]) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(line[:3], widths, strict=True))
                      + "  " + line[3])
         row = rows[i - 1] if i else None
+        if row is not None and row.expected != Verdict.PASSED:
+            lines.append(" " * (sum(widths) + 6) + f"expected: {row.expected} (case.toml)")
         if row is not None and not row.ok:
             pad = " " * (sum(widths) + 6)
             if row.known:
                 lines.append(f"{pad}known: {row.known}")
             if row.why:
                 lines.append(f"{pad}why: {row.why}")
-    passed = sum(r.ok for r in rows)
-    lines.append(f"{passed}/{len(rows)} passed")
+    as_expected = sum(r.ok for r in rows)
+    lines.append(f"{as_expected}/{len(rows)} as expected")
     return "\n".join(lines)
 
 
@@ -149,7 +157,8 @@ def grade(cases: Sequence[Path], device: str, runtime: str,
         work = Path(tempfile.mkdtemp(prefix="honest-corpus-"))
         try:
             result = grade_case(engine, case, work, target)
-            rows += rows_from_problems(result.case, result.report.problems, known)
+            rows += rows_from_problems(result.case, result.report.problems, known,
+                                       {pid: str(v) for pid, v in result.expected.items()})
         finally:
             shutil.rmtree(work, ignore_errors=True)
         got = ", ".join(f"{pid}={v}" for pid, v in result.got.items())

@@ -4,6 +4,7 @@ between containers (grader/harness/tensors.py) and the comparison of an entry's 
 the reference's (grader/judge/outputs.py).
 
     python bench/host_io.py [--size-mib 1024] [--device cpu|cuda] [--rev 3bb048c] [--dir /dev/shm]
+        [--files-from OLD_TENSORS_PY]
 
 Each measurement runs in a fresh process, so that its peak resident memory is its own:
 - files: SIZE MiB of float32 on DEVICE saved to DIR, then loaded back to DEVICE;
@@ -11,7 +12,8 @@ Each measurement runs in a fresh process, so that its peak resident memory is it
   compared on the host, as the judge does.
 Printed: CPU seconds (wall seconds for the files) and the peak resident memory beyond the
 tensors themselves. `--rev` adds a row per path for the code as it was at that git revision
-(3bb048c: before the chunked files and comparison of 2026-12-01).
+(3bb048c: before the chunked files and comparison of 2026-12-01); `--files-from` adds a files row
+for another copy of grader/harness/tensors.py, where there is no git (a GPU host).
 Results: docs/benchmarks.md ("Inputs drawn on the GPU being graded").
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -94,7 +97,9 @@ def _measure(what: str, source: Path, size_mib: int, device: str, folder: str
              ) -> dict[str, float]:
     res = subprocess.run([sys.executable, __file__, "--child", what, str(source), str(size_mib),
                           device, folder], capture_output=True, text=True, check=True,
-                         cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                         cwd=REPO, env={"PYTHONPATH": os.pathsep.join(
+                             [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+                             "PATH": "/usr/bin:/bin"})
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -110,6 +115,8 @@ def main() -> None:
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--device", default="cpu", help="where the files' tensor lives")
     ap.add_argument("--rev", default=None, help="also the code at this git revision")
+    ap.add_argument("--files-from", type=Path, default=None,
+                    help="also the files row for this copy of grader/harness/tensors.py")
     ap.add_argument("--dir", default="/dev/shm", help="where the file goes (a tmpfs, as in a "
                     "grading)")
     args = ap.parse_args()
@@ -124,6 +131,8 @@ def main() -> None:
                     ["git", "-C", str(REPO), "show", f"{args.rev}:{src}"],
                     capture_output=True, text=True, check=True).stdout)
             versions.append((args.rev, old))
+        if args.files_from:
+            versions.append((args.files_from.name, {"files": args.files_from.resolve()}))
         print(f"files: {args.size_mib} MiB of float32 on {args.device}, in {args.dir}")
         print("| code | save s | load s | peak memory beyond the tensor, after save / load MiB |")
         print("| --- | --- | --- | --- |")
@@ -135,6 +144,8 @@ def main() -> None:
         print("| code | CPU s | peak memory beyond the outputs MiB | passed |")
         print("| --- | --- | --- | --- |")
         for name, paths in versions:
+            if "compare" not in paths:
+                continue
             r = _measure("compare", paths["compare"], args.size_mib, args.device, args.dir)
             print(f"| {name} | {r['cpu_s']:.2f} | {r['extra_mib']:.0f} | {bool(r['ok'])} |")
 

@@ -14,6 +14,8 @@ hides a path).
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -75,6 +77,27 @@ def loopback_namespace() -> Iterator[tuple[str, ...]]:
         yield (sys.executable, "-c", _ENTER, str(holder.pid))
     finally:
         holder.communicate(timeout=30)  # closes its stdin: it exits
+
+
+def listening(pid: int) -> set[str]:
+    """The local addresses of every TCP socket listening in the network namespace of process
+    `pid`, read from its /proc/PID/net/tcp{,6} (psutil reads the caller's namespace only)."""
+    found = set()
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            lines = open(f"/proc/{pid}/net/{name}").read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] != "0A":  # 0A: LISTEN
+                continue
+            hexaddr = fields[1].split(":")[0]
+            # The kernel prints each 32-bit word of the address in host (little-endian) order.
+            words = [int(hexaddr[i:i + 8], 16) for i in range(0, len(hexaddr), 8)]
+            packed = struct.pack(f"<{len(words)}I", *words)
+            found.add(socket.inet_ntop(family, packed))
+    return found
 
 
 def only_loopback(addresses: set[str]) -> bool:

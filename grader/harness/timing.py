@@ -17,12 +17,21 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-SPIN_CYCLES = 1_000_000  # about 0.5 ms at H100/H200 clocks
+SPIN_CYCLES = 1_000_000  # the shortest spin: about 0.5 ms at H100/H200 clocks
+# The spin before a call's start event covers this many times the longest host time of the
+# entry's last few calls (its Python wrapper, Triton's launcher, the recorder's hooks), up to
+# a bound: a wrapper slower than the spin leaves the GPU idle inside the timed window, which
+# times the host and reads as work no kernel explains (rule TM915). Seen on the H200,
+# 2026-12-03: Liger's fused add+RMSNorm spends 380-630 µs of host time per call.
+SPIN_HOST_FACTOR = 2.0
+SPIN_HOST_WINDOW = 4
+MAX_SPIN_US = 20_000.0
 
 
 def _fresh(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -42,6 +51,31 @@ def flush_bytes(configured: int, l2_bytes: int) -> int:
     """The L2 flush buffer: twice the device's L2 (as the device reports it), or the configured
     size where that is larger; 1 MiB at least."""
     return max(configured, 2 * l2_bytes, 1 << 20)
+
+
+class Spin:
+    """How long the GPU is kept busy before each call's start event: the shortest spin, or
+    SPIN_HOST_FACTOR times the longest host time of the last SPIN_HOST_WINDOW calls, up to
+    MAX_SPIN_US. Every call is sized the same way, timed or not. The spin's rate (cycles per
+    µs) is read off the calls' own spins, never from spins of its own: the device record
+    matches its spins with the calls (record.DeviceCalls)."""
+
+    def __init__(self) -> None:
+        self.cycles_per_us: float | None = None  # the fastest seen: the clock rises under load
+        self.recent: deque[float] = deque(maxlen=SPIN_HOST_WINDOW)
+
+    def cycles(self) -> int:
+        if self.cycles_per_us is None:
+            return SPIN_CYCLES
+        want_us = min(SPIN_HOST_FACTOR * max(self.recent, default=0.0), MAX_SPIN_US)
+        return max(SPIN_CYCLES, int(want_us * self.cycles_per_us))
+
+    def saw(self, *, host_us: float, cycles: int, spin_us: float) -> None:
+        """One call: its host time, and its spin's cycles and event-timed µs."""
+        self.recent.append(host_us)
+        if spin_us > 0:
+            rate = cycles / spin_us
+            self.cycles_per_us = max(rate, self.cycles_per_us or 0.0)
 
 
 class _Unrecorded:
@@ -73,6 +107,8 @@ class Clock:
         self._start = torch.cuda.Event(enable_timing=True)
         self._end = torch.cuda.Event(enable_timing=True)
         self._settled = torch.cuda.Event(enable_timing=True)
+        self._spun = torch.cuda.Event(enable_timing=True)  # recorded as the spin starts
+        self._spin = Spin()
         self._n = 0
 
     def call(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str
@@ -90,18 +126,24 @@ class Clock:
             # Then keep the GPU busy a little longer, so even a slow Python wrapper has queued
             # its launches before the start event runs: otherwise short kernels time the
             # host's launch overhead (seen on the H200, 2026-11-29: a 2 µs rmsnorm timed at
-            # 33 µs). The spin also opens the call on the device's timeline.
-            torch.cuda._sleep(SPIN_CYCLES)
+            # 33 µs). The spin (Spin) also opens the call on the device's timeline.
+            cycles = self._spin.cycles()
+            self._spun.record()
+            torch.cuda._sleep(cycles)
             self._start.record()
+        began = time.perf_counter()
         try:
             with rec.call(label):
                 out = fn(*args)
         finally:
+            host_us = (time.perf_counter() - began) * 1e6
             with rec.internal():
                 self._end.record()
                 torch.cuda.synchronize()  # device-wide: waits for work on every stream
                 self._settled.record()  # bounds work hidden on other streams
                 self._settled.synchronize()
+                self._spin.saw(host_us=host_us, cycles=cycles,
+                               spin_us=self._spun.elapsed_time(self._start) * 1000.0)
                 if rec.device_calls is not None:
                     rec.device_calls.end(label)
         return (out, self._start.elapsed_time(self._end) * 1000.0,

@@ -125,8 +125,7 @@ def test_round_on_a_one_node_ray_cluster_with_the_gpu(
     ray_s = time.monotonic() - start
     assert on_ray.returncode == 0, on_ray.stdout[-2000:] + on_ray.stderr[-3000:]
     # Every socket the node's processes listen on is on loopback.
-    listening = {c.laddr.ip for p in [head, *head.children(recursive=True)]
-                 for c in _connections(p) if c.status == psutil.CONN_LISTEN}
+    listening = loopback_netns.listening(head.pid)
     assert loopback_netns.only_loopback(listening), listening
 
     rd = RoundDir(tmp_path / "ray-round")
@@ -154,10 +153,3 @@ def test_round_on_a_one_node_ray_cluster_with_the_gpu(
 def _board(round_dir: Path) -> list[dict[str, object]]:
     rows = json.loads((round_dir / "leaderboard.json").read_text())["rows"]
     return [{k: r[k] for k in KEEP} for r in rows]
-
-
-def _connections(p: psutil.Process) -> list[psutil._common.pconn]:  # type: ignore[name-defined]
-    try:
-        return p.net_connections(kind="inet")
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return []

@@ -87,11 +87,16 @@ def test_no_upstream_code_is_committed() -> None:
 def test_case_folder_is_well_formed_thin_and_credited(name: str) -> None:
     m = _asm().load_manifest()
     case, here = m.cases[name], SRC / name
-    spec = tomllib.loads((here / "case.toml").read_text(encoding="utf-8"))
+    raw = (here / "case.toml").read_text(encoding="utf-8")
+    spec = tomllib.loads(raw)
     sub = tomllib.loads((here / "submission.toml").read_text(encoding="utf-8"))
     assert spec["description"].startswith("honest, public: ")
     assert spec["problems"] == [case.problem] == sorted(sub["problems"])
-    assert spec["expect"] == {case.problem: "passed"}
+    # Honest code passes, or fails on its own (a runtime_error whose cause case.toml states):
+    # never a cheating verdict.
+    assert spec["expect"] in ({case.problem: "passed"}, {case.problem: "runtime_error"})
+    if spec["expect"][case.problem] != "passed":
+        assert "# Expected runtime_error, not passed: " in raw
     assert sub["problems"][case.problem]["file"] == f"kernels/{case.problem}.py"
     # The adapter is ours and thin: one top-level function, kernel(), a few lines.
     adapter = (here / "adapter.py").read_text(encoding="utf-8")
@@ -301,7 +306,7 @@ def test_table_lists_verdicts_and_findings_and_counts_passes() -> None:
                                 "line", "360"]
     assert table[2].split()[:3] == ["honest_public_gpu/b", "rms_norm", "policy_violation"]
     assert table[3].strip() == "known: getattr on torch"
-    assert table[-1] == "1/2 passed"
+    assert table[-1] == "1/2 as expected"
 
 
 def test_a_problem_not_passed_shows_why_from_its_first_such_shape() -> None:
@@ -320,3 +325,8 @@ def test_a_problem_not_passed_shows_why_from_its_first_such_shape() -> None:
     assert bench.render([row]).splitlines()[2].strip() == f"why: {row.why}"
     passed = _problem("softmax", Verdict.PASSED, [], [])
     assert bench.rows_from_problems("honest_public/a", [passed], None)[0].why is None
+    # A case that expects the code's own failure is as expected when it fails so.
+    (own,) = bench.rows_from_problems("honest_public_gpu/c", [crashed], None,
+                                      {"softmax": "runtime_error"})
+    assert own.ok and bench.render([own]).splitlines()[2].strip() == \
+        "expected: runtime_error (case.toml)"
