@@ -14,6 +14,7 @@ hides a path).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -98,6 +99,20 @@ def listening(pid: int) -> set[str]:
             packed = struct.pack(f"<{len(words)}I", *words)
             found.add(socket.inet_ntop(family, packed))
     return found
+
+
+def stop_nodes(nodes: list[subprocess.Popen[bytes]]) -> None:
+    """Stop Ray nodes started with `ray start --block` (each in a session of its own), last
+    first: SIGTERM, on which such a process stops its node's processes, then SIGKILL to its
+    whole group after a minute."""
+    for node in reversed(nodes):
+        node.terminate()
+    for node in nodes:
+        try:
+            node.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(node.pid, signal.SIGKILL)
+            node.wait()
 
 
 def only_loopback(addresses: set[str]) -> bool:

@@ -79,7 +79,8 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
              policy: str, device: str, runtime: str, python: str | None,
              cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
              seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
-             jobs: int, no_shared_references: bool, **_: object) -> RoundRequest:
+             jobs: int, no_shared_references: bool, start_ahead: str = "auto",
+             **_: object) -> RoundRequest:
     from grader.cli.options import formats_option, gpu_list
     from grader.round.request import RoundRequest
     from grader.run.config import RunConfig
@@ -90,7 +91,7 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
                     device=device, shapes=shapes, problems=problems, seeds=seeds,
                     timeout=timeout, seed_secret=seed_secret, runtime=runtime, python=python,
                     cuda_base=cuda_base, hardware=hardware, gpus=gpus_, jobs=jobs,
-                    quiet=True)
+                    start_ahead=start_ahead, quiet=True)
     return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
                         shared_references=not no_shared_references, ray=ray,
                         formats=formats_option(formats))
@@ -103,6 +104,10 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
               "graded ones are kept, infra errors graded again).")
 @click.option("--format", "formats", default="json,html", show_default=True,
               help="Each entry's report formats (json always).")
+@click.option("--start-ahead", type=click.Choice(["auto", "on", "off"]), default="auto",
+              show_default=True, help="Start each batch's containers while the one before "
+              "runs (a later entry's, whose references the round has, its entry's alone); "
+              "auto: on hosts with 4 cores a worker.")
 @click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
               help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
               "on a node with the `grader_docker` resource.")

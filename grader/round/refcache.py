@@ -7,7 +7,10 @@ its reference as `grader run` does; the folder the reference wrote (`<case>.in`,
 its result with the case checks and, on a GPU, its timings) is then copied here, whole, under
 a key of everything its content depends on. Every later entry's batch runs only the entry's
 container, which receives its inputs from this copy after its import, exactly as it would
-from a fresh reference's folder (jobs.deliver): copied into its own tmpfs, never bound.
+from a fresh reference's folder (jobs.deliver): copied into its own tmpfs, never bound. Its
+container is started ahead of its turn, beside the batch before, as a first entry's are
+(run.batch.EntryStandby, cached_entry): it imports while that batch runs, and that batch's
+timed loops wait until it is at its gate.
 
 The cache is a folder of the round's (`ROUND_DIR/.references/`, mode 0700) on the host; no
 container ever has it bound. On `--runtime host` the round checks that no bind of the host's
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.run import plan as batching
-from grader.run.batch import Beside, entry_container
+from grader.run.batch import Beside, Standby, cached_entry, entry_container
 from grader.run.evidence import read_out_dir
 from grader.run.jobs import Case, ContainerRun
 from grader.sandbox.engine import ExitState
@@ -131,10 +134,9 @@ class ReferenceCache:
         if ref_dir is None:
             return False
         standby = plan.standbys.pop(k, None)
-        if standby is not None:  # started before the cache had this batch: not needed
+        if isinstance(standby, Standby):  # started before the cache had this batch
             standby.close()
-        if beside is not None:
-            beside.settle()  # no timed loop beside a standby's imports
+            standby = None
         batch = w.batch(plan, k)
         ids = [c.id for c in cases]
         base = batch.entry_limits if batch is not None else w.ctx.cfg.entry_limits
@@ -148,8 +150,15 @@ class ReferenceCache:
         self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
         w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
-        with entry_container(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
-                       plan.bundle.problem) as entry:
+        if batch is None:  # one container after the other: never started ahead (worker.py)
+            if beside is not None:
+                beside.settle()  # no timed loop beside a standby's imports
+            running = entry_container(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+                                      plan.bundle.problem)
+        else:
+            running = cached_entry(w.sb, batch, ref_dir, limits, standby=standby,
+                                   beside=beside)
+        with running as entry:
             results, logs = w.judge(plan, shapes, cases, ref, entry, limits)
         plan.results += results
         plan.logs = logs

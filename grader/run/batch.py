@@ -1,7 +1,8 @@
 """Run one batch of a problem's cases: the reference in its own container and the entry in a
 hardened one, side by side (run_pair) or one after the other (reference_container, then
 entry_container); and
-a batch's two containers started ahead of their turn, beside the batch before (Standby).
+a batch's two containers started ahead of their turn, beside the batch before (Standby), or
+its entry's alone when a round has its reference already (EntryStandby, cached_entry).
 
 The reference container never sees the entry; the entry container never sees the reference
 (its files are masked) nor its outputs. Inputs reach the entry only after its module has been
@@ -65,18 +66,77 @@ def entry_container(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[
     """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
-        delivered = False
-        spec = entry_spec(sb, image, in_dir, out_dir, limits, problem)
-        with sb.engine.start(spec) as running:
-
-            def deliver_when_ready() -> None:
-                nonlocal delivered
-                if not delivered and _ready(running):
-                    delivered = True
-                    deliver(sb, cases, problem, ref_out, in_dir)
-
-            exit_state = running.wait(on_poll=deliver_when_ready)
+        with sb.engine.start(entry_spec(sb, image, in_dir, out_dir, limits, problem)) as running:
+            exit_state = _EntryRun(sb=sb, ent=running, in_dir=in_dir, cases=cases,
+                                   problem=problem, ref_out=ref_out, beside=None).wait()
         yield entry_run(exit_state, out_dir)
+
+
+@contextmanager
+def cached_entry(sb: WorkerSetup, batch: Batch, ref_out: Path, limits: Limits, *,
+                 standby: EntryStandby | None, beside: Beside | None
+                 ) -> Iterator[ContainerRun]:
+    """Run the entry on a reference computed earlier (a round's cache, grader/round/): in
+    its standby, started ahead of its turn, when there is one still usable and started under
+    these limits, else in a container of its own. `beside`: the next batches' standbys; the
+    entry's timed loops wait until they are idle (as run_pair's do), its warm-up and traced
+    calls run beside their imports."""
+    with contextlib.ExitStack() as stack:
+        if standby is not None:
+            stack.callback(standby.close)
+            standby.settle()
+            if not standby.usable() or standby.batch.entry_limits != limits:
+                standby.close()
+                standby = None
+        if standby is None:
+            if beside is not None:
+                beside.settle()  # no timed loop beside a standby's imports
+            with entry_container(sb, batch.image, batch.kernel_file, batch.cases, ref_out,
+                                 limits, batch.problem) as run:
+                yield run
+            return
+        standby.release()
+        exit_state = _EntryRun(sb=sb, ent=standby.ent, in_dir=standby.ent_in, cases=batch.cases,
+                               problem=batch.problem, ref_out=ref_out, beside=beside).wait()
+        yield entry_run(exit_state, standby.ent_out)
+
+
+@dataclass(kw_only=True)
+class _EntryRun:
+    """An entry container on inputs that are there already: its inputs and job once it is
+    imported, held before its timed loops while `beside` still imports (then its go)."""
+
+    sb: WorkerSetup
+    ent: Container
+    in_dir: Path
+    cases: list[Case]
+    problem: Problem | None
+    ref_out: Path
+    beside: Beside | None
+    delivered: bool = False
+    held: bool = False
+    _tick: float = 0.0
+
+    def wait(self) -> ExitState:
+        self._tick = time.monotonic()
+        return self.ent.wait(on_poll=self._look)
+
+    def _look(self) -> None:
+        now = time.monotonic()
+        step, self._tick = now - self._tick, now
+        if not self.delivered and _ready(self.ent):
+            self.delivered = True
+            self.held = (self.beside is not None and self.sb.timing is not None
+                         and not self.beside.idle())
+            deliver(self.sb, self.cases, self.problem, self.ref_out, self.in_dir,
+                    hold=self.held)
+        elif self.held:
+            assert self.beside is not None
+            if self.beside.idle():
+                self.held = False
+                place(self.in_dir, GO_FILE, {})
+            elif read_frames(self.ent.stdout()).traced:
+                self.ent.extend(step)  # waiting for its go is not its own time
 
 
 def _ready(ent: Container) -> bool:
@@ -105,7 +165,67 @@ class Batch:
     problem: Problem | None = None  # None: a function-style problem
 
 
-class Standby:
+class _Gated:
+    """Containers started ahead of their turn, each waiting at its gate (harness.main._standby)
+    until `release`: what Standby and EntryStandby share. A subclass sets `_stack`, `since`,
+    `gated`, `released` and lists its containers in `_gates`."""
+
+    closed = False
+    released = False
+    gated = True  # started ahead, waiting at its gate (False: run_pair's own, started at once)
+    since = 0.0
+    _stack: contextlib.ExitStack
+
+    _ent_seen = False  # the entry's gate frame has come (kept: the stream only grows)
+
+    def _gates(self) -> list[tuple[Container, bool, Path]]:
+        """Each container, whether it is at its gate, and its input folder."""
+        raise NotImplementedError
+
+    def _entry_at_gate(self, ent: Container) -> bool:
+        if not self._ent_seen:
+            self._ent_seen = read_frames(ent.stdout()).standby is not None
+        return self._ent_seen
+
+    def idle(self) -> bool:
+        """Whether none of its containers can still be working before its gate: each is
+        there, or has exited. Containers that have not got there within GATE_WAIT_S are
+        dropped."""
+        if self.closed or self.released:
+            return True
+        if all(at or not c.running() for c, at, _in in self._gates()):
+            return True
+        if time.monotonic() - self.since > GATE_WAIT_S:
+            self.close()
+            return True
+        return False
+
+    def settle(self) -> None:
+        """Wait until `idle` (at most GATE_WAIT_S from the start)."""
+        while not self.idle():
+            time.sleep(POLL_S)
+
+    def usable(self) -> bool:
+        """Still open, every container at its gate and running."""
+        return not self.closed and all(at and c.running() for c, at, _in in self._gates())
+
+    def release(self) -> None:
+        """Open the gates; the containers' wall clocks start now."""
+        if self.released:
+            return
+        self.released = True
+        for c, _at, in_dir in self._gates():
+            place(in_dir, START_FILE, {})
+            c.rebase()
+
+    def close(self) -> None:
+        """Stop and remove its containers and their folders (what they wrote is gone)."""
+        if not self.closed:
+            self.closed = True
+            self._stack.close()
+
+
+class Standby(_Gated):
     """A batch's reference and entry containers, with their folders and the reference's job.
 
     Gated (a standby, started while the batch before it still runs): each harness makes its
@@ -122,7 +242,6 @@ class Standby:
         self.batch = batch
         self.gated = gated
         self.hold = sb.timing is not None  # the reference's timed loop waits for GO_FILE
-        self.closed = False
         self._stack = contextlib.ExitStack()
         try:
             self.ref_in = self._stack.enter_context(fresh_in_dir())
@@ -144,51 +263,32 @@ class Standby:
         self.since = time.monotonic()
         self.released = not gated
 
-    _ent_gate = False  # the entry's gate frame has come (kept: the stream only grows)
+    def _gates(self) -> list[tuple[Container, bool, Path]]:
+        return [(self.ref, (self.ref_out / GATE_FILE).exists(), self.ref_in),
+                (self.ent, self._entry_at_gate(self.ent), self.ent_in)]
 
-    def _at_gate(self) -> list[bool]:
-        if not self._ent_gate:
-            self._ent_gate = read_frames(self.ent.stdout()).standby is not None
-        return [(self.ref_out / GATE_FILE).exists(), self._ent_gate]
 
-    def idle(self) -> bool:
-        """Whether neither container can still be working before its gate: each is there, or
-        has exited. Containers that have not got there within GATE_WAIT_S are dropped."""
-        if self.closed or self.released:
-            return True
-        if all(at or not c.running() for at, c in zip(self._at_gate(), (self.ref, self.ent),
-                                                      strict=True)):
-            return True
-        if time.monotonic() - self.since > GATE_WAIT_S:
-            self.close()
-            return True
-        return False
+class EntryStandby(_Gated):
+    """A batch's entry container alone, started ahead and gated as in Standby: for a batch
+    whose reference a round has computed already (cached_entry)."""
 
-    def settle(self) -> None:
-        """Wait until `idle` (at most GATE_WAIT_S from the start)."""
-        while not self.idle():
-            time.sleep(POLL_S)
-
-    def usable(self) -> bool:
-        """Still open, both harnesses at their gates and their containers running."""
-        return (not self.closed and all(self._at_gate()) and self.ref.running()
-                and self.ent.running())
-
-    def release(self) -> None:
-        """Open both gates; the containers' wall clocks start now."""
-        if self.released:
-            return
-        self.released = True
-        for in_dir in (self.ref_in, self.ent_in):
-            place(in_dir, START_FILE, {})
-        self.ref.rebase()
-        self.ent.rebase()
-
-    def close(self) -> None:
-        """Stop and remove both containers and their folders (what they wrote is gone)."""
-        if not self.closed:
-            self.closed = True
+    def __init__(self, sb: WorkerSetup, batch: Batch) -> None:
+        self.batch = batch
+        self._stack = contextlib.ExitStack()
+        try:
+            self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
+            self.ent_out = self._stack.enter_context(
+                capped_dir(batch.entry_limits.output_bytes))
+            self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
+                sb, batch.image, self.ent_in, self.ent_out, batch.entry_limits,
+                batch.problem, gated=True)))
+        except BaseException:
             self._stack.close()
+            raise
+        self.since = time.monotonic()
+
+    def _gates(self) -> list[tuple[Container, bool, Path]]:
+        return [(self.ent, self._entry_at_gate(self.ent), self.ent_in)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +307,7 @@ class Beside:
     """The standbys started with a batch (the next batches', worker.Worker.depth of them):
     its timed loops wait until every one of them is idle."""
 
-    standbys: tuple[Standby, ...]
+    standbys: tuple[Standby | EntryStandby, ...]
 
     def idle(self) -> bool:
         return all([s.idle() for s in self.standbys])  # each polled: one too slow is dropped

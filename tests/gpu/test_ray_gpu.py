@@ -6,7 +6,7 @@ The node lives in a network namespace that holds only a loopback interface (as i
 tests/loopback_netns.py says why) and offers its one GPU and one `grader_docker` unit; the round's
 two entries (the demo's Triton and PyTorch examples, two problems) are graded there, one after
 the other, each in its own Ray task holding the GPU; the leaderboard equals the same round
-graded without Ray on this host, and every socket the node's processes listen on is on
+graded without Ray on this host, and every socket listening in the node's namespace is on
 loopback.
 """
 
@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from grader.intake.tools import create_bundle
@@ -59,7 +57,7 @@ def entries(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def gpu_node(tmp_path: Path) -> Iterator[tuple[tuple[str, ...], psutil.Process]]:
+def gpu_node(tmp_path: Path) -> Iterator[tuple[tuple[str, ...], subprocess.Popen[bytes]]]:
     """A head node in a loopback-only namespace, with this host's GPU 0 and one
     `grader_docker` unit; the prefix that runs a command in that namespace, and the node's
     `ray start --block` process. Teardown stops it and deletes the namespace."""
@@ -75,14 +73,9 @@ def gpu_node(tmp_path: Path) -> Iterator[tuple[tuple[str, ...], psutil.Process]]
             env=env, start_new_session=True, stdout=(tmp_path / "node.log").open("wb"),
             stderr=subprocess.STDOUT)
         try:
-            yield prefix, psutil.Process(node.pid)
+            yield prefix, node
         finally:
-            node.terminate()
-            try:
-                node.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
-                node.wait()
+            loopback_netns.stop_nodes([node])
 
 
 NODES_PY = f"""
@@ -110,7 +103,8 @@ def _round(entries: Path, out: Path, *extra: str, prefix: tuple[str, ...] = ()
 
 @pytest.mark.skipif(_ray_missing() is not None, reason=str(_ray_missing()))
 def test_round_on_a_one_node_ray_cluster_with_the_gpu(
-        entries: Path, tmp_path: Path, gpu_node: tuple[tuple[str, ...], psutil.Process]) -> None:
+        entries: Path, tmp_path: Path,
+        gpu_node: tuple[tuple[str, ...], subprocess.Popen[bytes]]) -> None:
     prefix, head = gpu_node
     res = subprocess.run([*prefix, sys.executable, "-c", NODES_PY], capture_output=True, text=True,
                          timeout=120, check=False)
@@ -124,7 +118,7 @@ def test_round_on_a_one_node_ray_cluster_with_the_gpu(
                     prefix=prefix)
     ray_s = time.monotonic() - start
     assert on_ray.returncode == 0, on_ray.stdout[-2000:] + on_ray.stderr[-3000:]
-    # Every socket the node's processes listen on is on loopback.
+    # Every socket listening in the node's namespace (Ray's servers included) is on loopback.
     listening = loopback_netns.listening(head.pid)
     assert loopback_netns.only_loopback(listening), listening
 
@@ -138,8 +132,7 @@ def test_round_on_a_one_node_ray_cluster_with_the_gpu(
         assert "H" in rep.environment.device, rep.environment.device
     triton, fallback = rd.report("triton"), rd.report("fallback")
     assert triton is not None and fallback is not None
-    assert all(s.verdict == Verdict.PASSED
-               for p in triton.problems for s in p.shapes)
+    assert all(s.verdict == Verdict.PASSED for p in triton.problems for s in p.shapes)
     assert {p.verdict for p in fallback.problems} == {Verdict.FALLBACK}
 
     start = time.monotonic()

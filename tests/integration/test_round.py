@@ -117,6 +117,30 @@ def test_round_equals_grading_each_entry_alone(local_round: Path, entries: Path,
     assert "WRONG" not in res.stdout and "suite digest matches" in res.stdout
 
 
+def test_a_later_entry_starts_its_containers_ahead(entries: Path, tmp_path: Path) -> None:
+    """With --start-ahead on, a later entry's batches (the round has their references) start
+    their entry containers ahead, alone (run.batch.EntryStandby): the second problem's
+    container made its imports at its gate while the first problem's ran; its verdicts are
+    those of grading it alone."""
+    two = ["--problem", "vector_add", "--problem", "rmsnorm", "--seed-secret", SECRET]
+    out = tmp_path / "ahead"
+    res = _grader("round", str(entries), "-o", str(out), "--suite", "demo", *two,
+                  "--start-ahead", "on")
+    assert res.returncode == 0, res.stderr[-3000:]
+    rd = RoundDir(out)
+    later = rd.outcome("triton")
+    assert later is not None and later.references
+    assert not any(u.computed for u in later.references)
+    rep = rd.report("triton")
+    assert rep is not None
+    ahead = [p.id for p in rep.problems if "entry.standby" in p.phases_s]
+    assert ahead == ["rmsnorm"], {p.id: sorted(p.phases_s) for p in rep.problems}
+    res = _grader("run", str(entries / "triton.tar"), "-o", str(tmp_path / "alone"), *two)
+    assert res.returncode == 0, res.stderr[-3000:]
+    alone = Report.model_validate_json((tmp_path / "alone" / "report.json").read_bytes())
+    assert _essence(rep) == _essence(alone)
+
+
 def test_verify_regrades_a_report_under_its_secret(local_round: Path, tmp_path: Path) -> None:
     """`grader verify`: the round's report reproduces; the same report with a verdict changed
     does not (exit 6, the shape named); a secret other than the report's is refused before
@@ -235,14 +259,7 @@ def ray_cluster(tmp_path: Path) -> Iterator[tuple[tuple[str, ...], list[subproce
                     time.sleep(3)  # the head's GCS first
             yield prefix, nodes
         finally:
-            for node in reversed(nodes):
-                node.terminate()  # `ray start --block` stops its node's processes on SIGTERM
-            for node in nodes:
-                try:
-                    node.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(node.pid, signal.SIGKILL)
-                    node.wait()
+            loopback_netns.stop_nodes(nodes)
 
 
 NODES_PY = f"""

@@ -38,8 +38,10 @@ from grader.run import plan
 from grader.run.batch import (
     Batch,
     Beside,
+    EntryStandby,
     Pair,
     Standby,
+    cached_entry,
     entry_container,
     reference_container,
     run_pair,
@@ -335,4 +337,60 @@ def test_a_standby_that_dies_at_its_gate_is_replaced(tmp_path: Path, problem: Pr
     assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
     # Closed, and the batch ran on containers of its own, started ungated.
     assert ahead.closed and [c.gated for c in engine.started] == [True, True, False, False]
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
+        tmp_path: Path, problem: Problem) -> None:
+    """A round's later entry (grader/round/refcache.py): the batch's reference was computed
+    before, so only its entry container was started ahead (EntryStandby); it runs the batch,
+    its timed loops held until the next batch's entry standby is at its gate."""
+    engine = _engine()
+    sb = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    (tmp_path / "next").mkdir()
+    later = _batch(tmp_path / "next", problem, sb, problem.shapes[:1])  # the same cases
+    with reference_container(sb, batch.image, batch.cases, batch.ref_limits,
+                             problem) as (ref, ref_dir):
+        own = EntryStandby(sb, batch)
+        ahead = EntryStandby(sb, later)
+        assert [(c.role, c.gated) for c in engine.started[1:]] == [(Role.ENTRY, True)] * 2
+        with cached_entry(sb, batch, ref_dir, batch.entry_limits, standby=own,
+                          beside=Beside((ahead,))) as ent:
+            got = _judge(problem, batch, ref, ent, batch.entry_limits)
+        assert [r.verdict for r in got] == [Verdict.PASSED]
+        assert len(engine.started) == 3  # no container of its own: the standby's ran it
+        ev = engine.events
+        assert ev.count("entry: at the gate") == 2
+        last_gate = len(ev) - 1 - ev[::-1].index("entry: at the gate")
+        assert last_gate < ev.index("entry: timed")  # held while the next one imported
+        assert "entry: traced" in ev
+        assert ahead.usable() and [p.name for p in ahead.ent_in.iterdir()] == [CODE]
+        with cached_entry(sb, later, ref_dir, later.entry_limits, standby=ahead,
+                          beside=None) as ent:
+            got = _judge(problem, later, ref, ent, later.entry_limits)
+        assert [r.verdict for r in got] == [Verdict.PASSED]
+        assert len(engine.started) == 3
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_a_cached_batch_whose_outputs_need_larger_caps_starts_afresh(
+        tmp_path: Path, problem: Problem) -> None:
+    """An entry standby started under the counted caps is not used when the cached outputs
+    call for larger ones: the batch runs in a container of its own, under those."""
+    engine = _engine()
+    sb = _sandbox(engine)
+    batch = _batch(tmp_path, problem, sb, problem.shapes[:1], entry_limits=Limits(
+        output_bytes=4096))
+    with reference_container(sb, batch.image, batch.cases, batch.ref_limits,
+                             problem) as (ref, ref_dir):
+        standby = EntryStandby(sb, batch)
+        needed = plan.entry_limits(batch.entry_limits, ref_dir, [c.id for c in batch.cases])
+        assert needed.output_bytes > batch.entry_limits.output_bytes
+        with cached_entry(sb, batch, ref_dir, needed, standby=standby, beside=None) as ent:
+            got = _judge(problem, batch, ref, ent, needed)
+    assert [r.verdict for r in got] == [Verdict.PASSED]
+    first, fresh = engine.of(Role.ENTRY)
+    assert first.gated and first.removed and not fresh.gated
+    assert fresh.spec.limits == needed and standby.closed
     assert engine.left() == [] and not any(p.exists() for p in _folders(engine))

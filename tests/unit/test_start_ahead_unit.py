@@ -52,6 +52,7 @@ def _standby(tmp_path: Path, since: float) -> Standby:
     st = Standby.__new__(Standby)
     st.closed, st.released, st.gated, st.since = False, False, True, since
     st.ref_out, st.ent_out = tmp_path / "ref", tmp_path / "ent"
+    st.ref_in, st.ent_in = tmp_path / "ref_in", tmp_path / "ent_in"
     st.ref_out.mkdir()
     st.ent_out.mkdir()
     st.ref, st.ent = FakeContainer(), FakeContainer()  # type: ignore[assignment]
