@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.run import plan as batching
-from grader.run.batch import Beside, Standby, cached_entry, entry_container
+from grader.run.batch import Beside, Standby, cached_entry
 from grader.run.evidence import read_out_dir
 from grader.run.jobs import Case, ContainerRun
 from grader.sandbox.engine import ExitState
@@ -150,15 +150,8 @@ class ReferenceCache:
         self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
         w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
-        if batch is None:  # one container after the other: never started ahead (worker.py)
-            if beside is not None:
-                beside.settle()  # no timed loop beside a standby's imports
-            running = entry_container(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
-                                      plan.bundle.problem)
-        else:
-            running = cached_entry(w.sb, batch, ref_dir, limits, standby=standby,
-                                   beside=beside)
-        with running as entry:
+        with cached_entry(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+                          plan.bundle.problem, standby=standby, beside=beside) as entry:
             results, logs = w.judge(plan, shapes, cases, ref, entry, limits)
         plan.results += results
         plan.logs = logs

@@ -73,14 +73,15 @@ def entry_container(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[
 
 
 @contextmanager
-def cached_entry(sb: WorkerSetup, batch: Batch, ref_out: Path, limits: Limits, *,
+def cached_entry(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
+                 ref_out: Path, limits: Limits, problem: Problem | None = None, *,
                  standby: EntryStandby | None, beside: Beside | None
                  ) -> Iterator[ContainerRun]:
     """Run the entry on a reference computed earlier (a round's cache, grader/round/): in
     its standby, started ahead of its turn, when there is one still usable and started under
-    these limits, else in a container of its own. `beside`: the next batches' standbys; the
-    entry's timed loops wait until they are idle (as run_pair's do), its warm-up and traced
-    calls run beside their imports."""
+    these limits, else in a container of its own (entry_container). `beside`: the next
+    batches' standbys; the entry's timed loops wait until they are idle (as run_pair's do),
+    its warm-up and traced calls run beside their imports."""
     with contextlib.ExitStack() as stack:
         if standby is not None:
             stack.callback(standby.close)
@@ -91,13 +92,13 @@ def cached_entry(sb: WorkerSetup, batch: Batch, ref_out: Path, limits: Limits, *
         if standby is None:
             if beside is not None:
                 beside.settle()  # no timed loop beside a standby's imports
-            with entry_container(sb, batch.image, batch.kernel_file, batch.cases, ref_out,
-                                 limits, batch.problem) as run:
+            with entry_container(sb, image, kernel_file, cases, ref_out, limits,
+                                 problem) as run:
                 yield run
             return
         standby.release()
-        exit_state = _EntryRun(sb=sb, ent=standby.ent, in_dir=standby.ent_in, cases=batch.cases,
-                               problem=batch.problem, ref_out=ref_out, beside=beside).wait()
+        exit_state = _EntryRun(sb=sb, ent=standby.ent, in_dir=standby.ent_in, cases=cases,
+                               problem=problem, ref_out=ref_out, beside=beside).wait()
         yield entry_run(exit_state, standby.ent_out)
 
 
@@ -132,11 +133,19 @@ class _EntryRun:
                     hold=self.held)
         elif self.held:
             assert self.beside is not None
-            if self.beside.idle():
-                self.held = False
-                place(self.in_dir, GO_FILE, {})
-            elif read_frames(self.ent.stdout()).traced:
-                self.ent.extend(step)  # waiting for its go is not its own time
+            self.held = _still_held(self.beside, self.ent, self.in_dir, step)
+
+
+def _still_held(beside: Beside, ent: Container, in_dir: Path, step: float) -> bool:
+    """One look at an entry whose timed loops wait for `beside`: its go once every standby
+    there is idle (False: no longer held); until then, traced and waiting, the `step` seconds
+    since the last look are not its own time (Container.extend)."""
+    if beside.idle():
+        place(in_dir, GO_FILE, {})
+        return False
+    if read_frames(ent.stdout()).traced:
+        ent.extend(step)
+    return True
 
 
 def _ready(ent: Container) -> bool:
@@ -450,11 +459,7 @@ class _PairRun:
         if not self.timing_held or self.ent_exit is not None:
             return
         assert self.beside is not None
-        if self.beside.idle():
-            self.timing_held = False
-            place(self.st.ent_in, GO_FILE, {})
-        elif read_frames(self.st.ent.stdout()).traced:
-            self.st.ent.extend(step)
+        self.timing_held = _still_held(self.beside, self.st.ent, self.st.ent_in, step)
 
     def release_reference_timing(self, step: float) -> None:
         """A held reference times once the entry has exited and `beside` is idle; until then,

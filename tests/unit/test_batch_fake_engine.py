@@ -355,7 +355,8 @@ def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
         own = EntryStandby(sb, batch)
         ahead = EntryStandby(sb, later)
         assert [(c.role, c.gated) for c in engine.started[1:]] == [(Role.ENTRY, True)] * 2
-        with cached_entry(sb, batch, ref_dir, batch.entry_limits, standby=own,
+        with cached_entry(sb, batch.image, batch.kernel_file, batch.cases, ref_dir,
+                          batch.entry_limits, problem, standby=own,
                           beside=Beside((ahead,))) as ent:
             got = _judge(problem, batch, ref, ent, batch.entry_limits)
         assert [r.verdict for r in got] == [Verdict.PASSED]
@@ -366,8 +367,8 @@ def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
         assert last_gate < ev.index("entry: timed")  # held while the next one imported
         assert "entry: traced" in ev
         assert ahead.usable() and [p.name for p in ahead.ent_in.iterdir()] == [CODE]
-        with cached_entry(sb, later, ref_dir, later.entry_limits, standby=ahead,
-                          beside=None) as ent:
+        with cached_entry(sb, later.image, later.kernel_file, later.cases, ref_dir,
+                          later.entry_limits, problem, standby=ahead, beside=None) as ent:
             got = _judge(problem, later, ref, ent, later.entry_limits)
         assert [r.verdict for r in got] == [Verdict.PASSED]
         assert len(engine.started) == 3
@@ -387,7 +388,8 @@ def test_a_cached_batch_whose_outputs_need_larger_caps_starts_afresh(
         standby = EntryStandby(sb, batch)
         needed = plan.entry_limits(batch.entry_limits, ref_dir, [c.id for c in batch.cases])
         assert needed.output_bytes > batch.entry_limits.output_bytes
-        with cached_entry(sb, batch, ref_dir, needed, standby=standby, beside=None) as ent:
+        with cached_entry(sb, batch.image, batch.kernel_file, batch.cases, ref_dir, needed,
+                          problem, standby=standby, beside=None) as ent:
             got = _judge(problem, batch, ref, ent, needed)
     assert [r.verdict for r in got] == [Verdict.PASSED]
     first, fresh = engine.of(Role.ENTRY)
