@@ -31,6 +31,11 @@ class RoundRequest:
     ray: str | None = None  # None: this host; "auto" or a cluster's address
     formats: tuple[str, ...] = ("json", "html")  # each entry's reports (json always)
 
+    @property
+    def entry_formats(self) -> tuple[str, ...]:
+        """Each entry's report formats, json first and always."""
+        return tuple(dict.fromkeys(("json", *self.formats)))
+
 
 def suite_digest(suite: Suite) -> str:
     """The suite's content hash: suite.toml, weights.toml and each problem's trusted files."""
@@ -46,10 +51,9 @@ def suite_digest(suite: Suite) -> str:
 def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret: bytes,
                   out_dir: Path | None = None) -> RunConfig:
     assert entry.bundle is not None
-    formats = tuple(dict.fromkeys(("json", *req.formats)))
     return replace(req.run, bundle=rd.root / entry.bundle,
                    out_dir=out_dir or rd.entry_dir(entry.name), seed_secret=secret.hex(),
-                   formats=formats, resume=False, fail_on=frozenset())
+                   formats=req.entry_formats, resume=False, fail_on=frozenset())
 
 
 def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
@@ -57,9 +61,8 @@ def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
     report.json is whole)."""
     outcome = got.outcome
     if got.report is not None:
-        formats = list(dict.fromkeys(("json", *req.formats)))
         with host_fs(f"cannot write the reports of {outcome.name}"):
-            write_reports(got.report, rd.entry_dir(outcome.name), formats)
+            write_reports(got.report, rd.entry_dir(outcome.name), list(req.entry_formats))
         outcome = outcome.model_copy(update={"report_sha256": rd.report_sha256(outcome.name)})
         committed = rd.load_commitment()
         if committed is not None:
