@@ -11,7 +11,8 @@ Each measurement runs in a fresh process, so that its peak resident memory is it
 - compare: two bfloat16 outputs of SIZE MiB each (one within the suite's tolerance of the other)
   compared on the host, as the judge does.
 Printed: CPU seconds (wall seconds for the files) and the peak resident memory beyond the
-tensors themselves. `--rev` adds a row per path for the code as it was at that git revision
+tensors themselves (since the files are written through a mapping of their own, their
+tmpfs pages count there while written: resident, not allocated beyond the file). `--rev` adds a row per path for the code as it was at that git revision
 (3bb048c: before the chunked files and comparison of 2026-12-01); `--files-from` adds a files row
 for another copy of grader/harness/tensors.py, where there is no git (a GPU host).
 Results: docs/benchmarks.md ("Inputs drawn on the GPU being graded").

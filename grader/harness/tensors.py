@@ -9,10 +9,15 @@ Standard library and torch only: this module runs next to entry code.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import itertools
 import json
+import mmap
 import os
 import struct
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,13 +43,15 @@ class TensorFileError(ValueError):
 
 
 CHUNK = 64 << 20  # bytes moved between a device and a file at a time
+WORKERS = 4  # threads moving one file's chunks (_spread)
 
 
 def save(path: Path, values: tuple[Any, ...] | list[Any]) -> None:
     """Write `values` (tensors and JSON scalars, in order) to `path` atomically.
 
     A tensor goes to the file in chunks of CHUNK bytes, so that saving one on a device never
-    holds a host copy of it whole (inputs reach tens of gigabytes).
+    holds a host copy of it whole (inputs reach tens of gigabytes); WORKERS threads write
+    them side by side (_spread).
     """
     header: dict[str, Any] = {}
     flats: list[torch.Tensor] = []
@@ -71,21 +78,97 @@ def save(path: Path, values: tuple[Any, ...] | list[Any]) -> None:
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)
     tmp = path.with_name(path.name + ".part")
-    staging: torch.Tensor | None = None  # one host buffer for every chunk off a device
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for flat in flats:
-            if flat.device.type == "cpu":
-                f.write(flat.numpy().data)
-                continue
-            if staging is None:
-                staging = host_buffer(min(CHUNK, max(t.numel() for t in flats)))
-            for start in range(0, flat.numel(), CHUNK):
-                piece = staging[: min(CHUNK, flat.numel() - start)]
-                piece.copy_(flat[start : start + piece.numel()])
-                f.write(piece.numpy().data)
+    pieces: list[_Piece] = []
+    at = 8 + len(head)
+    for flat in flats:
+        pieces += [_Piece(at + start, flat, start, min(CHUNK, flat.numel() - start))
+                   for start in range(0, flat.numel(), CHUNK)]
+        at += flat.numel()
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        with _mapped(fd, at) as dst:
+            dst[: 8 + len(head)].copy_(torch.frombuffer(
+                bytearray(struct.pack("<Q", len(head)) + head), dtype=torch.uint8))
+            _spread(pieces, lambda share: _save_share(dst, share))
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
+
+
+def copy_file(src: Path, dst: Path) -> None:
+    """Copy `src` to `dst` (created or emptied) by WORKERS threads, each reading its chunks
+    straight into the new file's mapping (_mapped): a folder of inputs reaches tens of
+    gigabytes (run.jobs.deliver, round.refcache)."""
+    with open(src, "rb") as f, open(dst, "w+b") as g:
+        size = os.fstat(f.fileno()).st_size
+        with _mapped(g.fileno(), size) as out:
+            def read_share(share: list[_Piece]) -> None:
+                for p in share:
+                    _read_into(f.fileno(), out[p.offset : p.offset + p.count], p.offset,
+                               src.name)
+
+            _spread([_Piece(at, out, at, min(CHUNK, size - at)) for at in range(0, size, CHUNK)],
+                    read_share)
+
+
+@contextmanager
+def _mapped(fd: int, size: int) -> Iterator[torch.Tensor]:
+    """A file open for reading and writing, grown to `size` bytes, as a uint8 tensor over a
+    shared mapping of it: threads fill their pages side by side, where their writes to one
+    file would take turns on its lock. The room is checked first (ENOSPC, as a write would
+    say), so that a full tmpfs is an error here, never a SIGBUS halfway through."""
+    os.ftruncate(fd, size)
+    if size == 0:
+        yield torch.empty(0, dtype=torch.uint8)
+        return
+    fs = os.fstatvfs(fd)
+    if fs.f_blocks and size > fs.f_bavail * fs.f_frsize:
+        raise OSError(errno.ENOSPC, f"{size} bytes do not fit: "
+                      f"{fs.f_bavail * fs.f_frsize} free")
+    with mmap.mmap(fd, size) as mm:
+        view = torch.frombuffer(mm, dtype=torch.uint8)
+        try:
+            yield view
+        finally:
+            del view  # the mapping closes only once nothing points into it
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """CHUNK bytes at most of one flat tensor (`count` from `start`), at `offset` of a file."""
+
+    offset: int
+    flat: torch.Tensor
+    start: int
+    count: int
+
+
+def _spread(pieces: list[_Piece], work: Any) -> None:
+    """`work(share)` for each thread's share of `pieces` (every WORKERS-th one), on threads of
+    their own when there is more than one piece: one thread moving a file's bytes between a
+    device, a host buffer and a tmpfs is bound by one core's page allocation and copying
+    (about 2 GB/s on the H200's host), and each call here (preadv, a tensor's copy) lets go
+    of the interpreter while it works.
+    The first error of any share is raised once all have stopped."""
+    n = min(WORKERS, len(pieces))
+    if n <= 1:
+        work(pieces)
+        return
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="tensor-io") as pool:
+        for done in [pool.submit(work, pieces[i::n]) for i in range(n)]:
+            done.result()
+
+
+def _save_share(dst: torch.Tensor, share: list[_Piece]) -> None:
+    staging: torch.Tensor | None = None  # one host buffer per thread for chunks off a device
+    for p in share:
+        piece = p.flat[p.start : p.start + p.count]
+        if piece.device.type != "cpu":
+            if staging is None:
+                staging = host_buffer(max(q.count for q in share))
+            staging[: p.count].copy_(piece)
+            piece = staging[: p.count]
+        dst[p.offset : p.offset + p.count].copy_(piece)
 
 
 def host_buffer(size: int) -> torch.Tensor:
@@ -246,28 +329,36 @@ class _Body:
 
     def __init__(self, f: Any, fname: str, base: int, length: int, device: str) -> None:
         self.f, self.fname, self.base, self.length, self.device = f, fname, base, length, device
-        self.staging: torch.Tensor | None = None  # the host buffer of a load to a device
 
     def tensor(self, meta: _Meta) -> torch.Tensor:
+        """The tensor's bytes, read in chunks by WORKERS threads (_spread): on a device each
+        through a host buffer of its own."""
         dtype, shape, start, end = meta.dtype, meta.shape, meta.start, meta.end
         raw = torch.empty(end - start, dtype=torch.uint8, device=self.device)
-        self.f.seek(self.base + start)
-        if raw.device.type == "cpu":
-            self._read_into(raw)
-        else:
-            if self.staging is None:
-                self.staging = host_buffer(min(CHUNK, self.length))
-            for at in range(0, raw.numel(), CHUNK):
-                piece = self.staging[: min(CHUNK, raw.numel() - at)]
-                self._read_into(piece)
-                raw[at : at + piece.numel()].copy_(piece)
+        at = self.base + start
+        _spread([_Piece(at + s, raw, s, min(CHUNK, raw.numel() - s))
+                 for s in range(0, raw.numel(), CHUNK)], self._load_share)
         return raw.view(dtype).reshape(shape)
 
-    def _read_into(self, buf: torch.Tensor) -> None:
-        view = buf.numpy().data.cast("B")
-        got = 0
-        while got < len(view):
-            k = self.f.readinto(view[got:])
-            if not k:
-                raise TensorFileError(f"{self.fname}: truncated")
-            got += k
+    def _load_share(self, share: list[_Piece]) -> None:
+        staging: torch.Tensor | None = None  # one host buffer per thread for a device's chunks
+        for p in share:
+            piece = p.flat[p.start : p.start + p.count]
+            if piece.device.type == "cpu":
+                _read_into(self.f.fileno(), piece, p.offset, self.fname)
+                continue
+            if staging is None:
+                staging = host_buffer(max(q.count for q in share))
+            _read_into(self.f.fileno(), staging[: p.count], p.offset, self.fname)
+            piece.copy_(staging[: p.count])
+
+
+def _read_into(fd: int, buf: torch.Tensor, offset: int, fname: str) -> None:
+    """Fill `buf` (on the host) with the file's bytes from `offset`."""
+    view = buf.numpy().data.cast("B")
+    got = 0
+    while got < len(view):
+        k = os.preadv(fd, [view[got:]], offset + got)
+        if not k:
+            raise TensorFileError(f"{fname}: truncated")
+        got += k

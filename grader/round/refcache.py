@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.harness import tensors
 from grader.run import plan as batching
 from grader.run.batch import Beside, Standby, cached_entry
 from grader.run.evidence import read_out_dir
@@ -111,7 +112,7 @@ class ReferenceCache:
             with os.scandir(ref_dir) as it:
                 for entry in it:
                     if stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
-                        shutil.copyfile(entry.path, tmp / entry.name)
+                        tensors.copy_file(Path(entry.path), tmp / entry.name)
             (tmp / META).write_text(json.dumps(
                 {"format": FORMAT, "problem": plan.bundle.id, "cases": [c.id for c in cases],
                  "computed_by": self.entry, "created": time.time()}, indent=1))

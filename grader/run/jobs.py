@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.formats.problem import Problem, Shape
+from grader.harness import tensors
 from grader.harness.protocol import (
     BOOT,
     DEVICE_ENV,
@@ -225,6 +226,6 @@ def deliver(sb: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out
     resize(in_dir, held + sum(src.stat().st_size for src in sources) + SLACK)
     for src in sources:
         dst = in_dir / src.name
-        shutil.copyfile(src, dst)  # sendfile in the kernel: no pass through our memory
+        tensors.copy_file(src, dst)
         os.chmod(dst, 0o644)
     write_job(in_dir, entry_job(sb, cases, problem, hold=hold))

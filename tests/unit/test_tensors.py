@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import struct
+import threading
 from pathlib import Path
 
 import pytest
 import torch
 
 from grader.harness import tensors
+from grader.sandbox import capped
 
 
 def _roundtrip(tmp_path: Path, values: list[object], **load: object) -> list[object]:
@@ -47,6 +51,59 @@ def test_tensors_larger_than_a_chunk_move_in_pieces(tmp_path: Path,
     meta = tensors.load(tmp_path / "v.in", device="meta")
     assert [m.device.type for m in meta] == ["meta", "meta"]
     assert meta[1].shape == (3, 777) and meta[1].dtype == torch.int32
+
+
+def test_chunks_move_on_several_threads_in_any_order(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of WORKERS threads moves every WORKERS-th chunk (saving, loading, copying): the
+    bytes land where they belong whichever thread gets there first."""
+    monkeypatch.setattr(tensors, "CHUNK", 4096)
+    shares: list[list[int]] = []
+    real = tensors._save_share
+
+    def save_share(dst: torch.Tensor, share: list[tensors._Piece]) -> None:
+        assert threading.current_thread() is not threading.main_thread()
+        shares.append([p.offset for p in share])
+        real(dst, share)
+
+    monkeypatch.setattr(tensors, "_save_share", save_share)
+    a = torch.randn(50_000)  # 49 chunks
+    b = torch.arange(3 * 4099, dtype=torch.int16).reshape(3, 4099)
+    tensors.save(tmp_path / "v.in", [a, 2.5, b])
+    assert len(shares) == tensors.WORKERS and sum(map(len, shares)) == 49 + 7
+    assert len({o for share in shares for o in share}) == 49 + 7
+    tensors.copy_file(tmp_path / "v.in", tmp_path / "w.in")
+    assert (tmp_path / "w.in").read_bytes() == (tmp_path / "v.in").read_bytes()
+    back = tensors.load(tmp_path / "w.in")
+    assert torch.equal(back[0], a) and back[1] == 2.5 and torch.equal(back[2], b)
+
+
+def test_copying_an_empty_or_truncated_file(tmp_path: Path) -> None:
+    (tmp_path / "e").write_bytes(b"")
+    tensors.copy_file(tmp_path / "e", tmp_path / "f")
+    assert (tmp_path / "f").read_bytes() == b""
+    tensors.save(tmp_path / "v.in", [torch.ones(10)])
+    raw = (tmp_path / "v.in").read_bytes()
+    (tmp_path / "v.in").write_bytes(raw[:-8])
+    with pytest.raises(tensors.TensorFileError, match="out of range"):
+        tensors.load(tmp_path / "v.in")
+
+
+@pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
+def test_a_full_tmpfs_is_an_error_not_a_signal(tmp_path: Path) -> None:
+    """A mapped file past a tmpfs's size would raise SIGBUS on the first page beyond it:
+    saving and copying check the room first and raise ENOSPC, as a write does, and leave
+    the folder as it was (no .part)."""
+    big = torch.zeros(3 << 18)  # 3 MiB
+    with capped.capped_dir(1 << 20, owner=os.getuid()) as small:
+        with pytest.raises(OSError) as saving:
+            tensors.save(small / "x.in", [big])
+        tensors.save(tmp_path / "x.in", [big])
+        with pytest.raises(OSError) as copying:
+            tensors.copy_file(tmp_path / "x.in", small / "x.in")
+        assert saving.value.errno == copying.value.errno == errno.ENOSPC
+        tensors.save(small / "y.in", [torch.ones(1000)])  # what fits still does
+        assert torch.equal(tensors.load(small / "y.in")[0], torch.ones(1000))
 
 
 def test_unsupported_values_are_refused_on_save(tmp_path: Path) -> None:
