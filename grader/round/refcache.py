@@ -19,6 +19,7 @@ interpreter reaches it (round/run.py).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -108,11 +109,15 @@ class ReferenceCache:
         tmp = self.root / f".part-{uuid.uuid4().hex}"
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp.mkdir(mode=0o700)
             with os.scandir(ref_dir) as it:
-                for entry in it:
-                    if stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
-                        tensors.copy_file(Path(entry.path), tmp / entry.name)
+                files = [Path(e.path) for e in it
+                         if stat.S_ISREG(e.stat(follow_symlinks=False).st_mode)]
+            size, free = sum(f.stat().st_size for f in files), shutil.disk_usage(self.root).free
+            if size > free:  # known before a byte is copied, not after tens of gigabytes
+                raise OSError(errno.ENOSPC, f"{size} bytes to keep, {free} free")
+            tmp.mkdir(mode=0o700)
+            for f in files:
+                tensors.copy_file(f, tmp / f.name)
             (tmp / META).write_text(json.dumps(
                 {"format": FORMAT, "problem": plan.bundle.id, "cases": [c.id for c in cases],
                  "computed_by": self.entry, "created": time.time()}, indent=1))

@@ -36,6 +36,7 @@ from grader.round.verify import require, verify_round
 from grader.run.checkpoint import commitment
 from grader.run.grading import summarize
 from grader.run.jobs import Case
+from grader.sandbox import capped
 from grader.verdicts import Verdict, worst
 
 SECRET = bytes(range(32))
@@ -196,6 +197,26 @@ def test_reference_cache_keeps_a_whole_folder_once(tmp_path: Path) -> None:
     other_w, other_plan = _fake_worker(seed=8)  # another seed: another key
     assert batch_key(other_w, other_plan, other_plan.part_cases(0)) != key  # type: ignore[arg-type]
     assert not any(p.name.startswith(".part") for p in (tmp_path / "cache").iterdir())
+
+
+@pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
+def test_a_reference_too_large_for_the_cache_is_not_kept_and_costs_nothing(
+        tmp_path: Path) -> None:
+    """A reference folder larger than the cache's free room is refused before a byte is
+    copied (ENOSPC, said in the progress): the round loses that batch's reuse, nothing else."""
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    (ref / "s.0.in").write_bytes(b"\0" * (3 << 20))
+    w, plan = _fake_worker()
+    said: list[str] = []
+    w.ctx.progress = said.append
+    with capped.capped_dir(1 << 20, owner=os.getuid()) as small:
+        cache = ReferenceCache(small / "cache", "first")
+        cache.keep(w, plan, 0, ref)  # type: ignore[arg-type]
+        assert not cache.has(w, plan, 0)  # type: ignore[arg-type]
+        assert [p.name for p in (small / "cache").iterdir()] == []
+    assert len(said) == 1 and "cannot keep its reference" in said[0]
+    assert "3145728 bytes to keep" in said[0]
 
 
 def test_cli_has_round_and_verify() -> None:
