@@ -154,9 +154,13 @@ for step in "${steps[@]}"; do
                --device cuda --runtime host --python "$PY" --time-limit "$left" \
                -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
              mkdir -p "$OUT/$name"
-             for r in /tmp/"$name"/entries/*/report.json; do
-               [ -f "$r" ] && cp "$r" "$OUT/$name/$(basename "$(dirname "$r")").json"
+             for d in /tmp/"$name"/entries/*/; do  # a report, or what a cut-short entry finished
+               e=$(basename "$d")
+               if [ -f "$d/report.json" ]; then cp "$d/report.json" "$OUT/$name/$e.json"
+               elif [ -d "$d/.checkpoint/problems" ]; then
+                 cp -r "$d/.checkpoint/problems" "$OUT/$name/$e.checkpoint"; fi
              done
+             cp -r /tmp/"$name"/.round "$OUT/$name/outcomes" 2>/dev/null
              cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null ;;
     verify:*) name=${step#verify:}
               left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 20 ))
