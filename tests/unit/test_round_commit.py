@@ -242,12 +242,14 @@ def test_compare_on_the_cpu_is_verdicts_only() -> None:
 
 def test_compare_on_the_same_gpu_checks_timings_within_the_noise() -> None:
     old = _report([Verdict.PASSED] * 2, gpu="NVIDIA H200", medians=[10.0, 200.0])
-    near = _report([Verdict.PASSED] * 2, gpu="NVIDIA H200", medians=[10.4, 199.6])
+    # 10.4: within the IQR (0.5 µs); 203.5: past it, within the drift of two gradings (2%)
+    near = _report([Verdict.PASSED] * 2, gpu="NVIDIA H200", medians=[10.4, 203.5])
     got = compare(old, near)
     assert not got.mismatches and "timings and scores" in got.timings
-    far = _report([Verdict.PASSED] * 2, gpu="NVIDIA H200", medians=[10.0, 201.0])
+    assert "drift apart (2% of the median" in got.timings
+    far = _report([Verdict.PASSED] * 2, gpu="NVIDIA H200", medians=[10.0, 205.0])
     [bad] = compare(old, far).mismatches
-    assert bad.where == "vector_add/s1" and "outside" in bad.text
+    assert bad.where == "vector_add/s1" and "band ±4.10 µs: outside" in bad.text
     assert not compare(old, far, noise_scale=2.0).mismatches
     elsewhere = _report([Verdict.PASSED] * 2, gpu="NVIDIA A100", medians=[30.0, 500.0])
     got = compare(old, elsewhere)
