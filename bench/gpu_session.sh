@@ -30,7 +30,8 @@
 #                    left of the call less 60 s: per-entry wall time and where it went, first
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
-#                    entries instead (repeated until there are N)
+#                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
+#                    --ahead-depth D
 #   ray              tests/gpu/test_ray_gpu.py: a round on a one-node Ray cluster holding the GPU,
 #                    with the Ray that bench/device_ray.sh packed into .device/ray.tar.xz
 #   corpus[:C,..]    bench/honest_corpus.py --device cuda over build/honest_public (carry it;
@@ -152,6 +153,7 @@ for step in "${steps[@]}"; do
              for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
              python3 bench/round_speed.py --suite "$suite" -n "${n:-3}" "${ropts[@]}" \
                --device cuda --runtime host --python "$PY" --time-limit "$left" \
+               ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} \
                -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
              mkdir -p "$OUT/$name"
              for d in /tmp/"$name"/entries/*/; do  # a report, or what a cut-short entry finished

@@ -3,6 +3,7 @@ where it went.
 
     python bench/round_speed.py [--suite llm-inference] [-n 3] [--entry DIR ...]
         [--problem P ...] [--device cuda --runtime host --python PY] [--time-limit S]
+        [--ahead-depth D]
         [-o ROUND_DIR] [--json FILE]
 
 The entries are `--entry` folders (default: the suite's own, in this order: for llm-inference
@@ -203,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", type=Path, default=None,
                     help="the round folder (default: a fresh one under $TMPDIR)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--ahead-depth", type=int, default=None,
+                    help="grader round --ahead-depth (default: the grader's)")
     args = ap.parse_args(argv)
     folders = args.entry or [REPO / e for e in DEFAULT_ENTRIES.get(args.suite, ())]
     if not folders:
@@ -215,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd += [w for p in args.problem for w in ("--problem", p)]
     if args.python:
         cmd += ["--python", args.python]
+    if args.ahead_depth is not None:
+        cmd += ["--ahead-depth", str(args.ahead_depth)]
     print("$ " + " ".join(cmd), flush=True)
     rc, wall, stopped = run_round(cmd, args.time_limit)
     rd = RoundDir(out)

@@ -80,7 +80,7 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
              cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
              seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
              jobs: int, no_shared_references: bool, start_ahead: str = "auto",
-             **_: object) -> RoundRequest:
+             ahead_depth: int = 2, **_: object) -> RoundRequest:
     from grader.cli.options import formats_option, gpu_list
     from grader.round.request import RoundRequest
     from grader.run.config import RunConfig
@@ -91,7 +91,7 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
                     device=device, shapes=shapes, problems=problems, seeds=seeds,
                     timeout=timeout, seed_secret=seed_secret, runtime=runtime, python=python,
                     cuda_base=cuda_base, hardware=hardware, gpus=gpus_, jobs=jobs,
-                    start_ahead=start_ahead, quiet=True)
+                    start_ahead=start_ahead, ahead_depth=ahead_depth, quiet=True)
     return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
                         shared_references=not no_shared_references, ray=ray,
                         formats=formats_option(formats))
@@ -108,6 +108,9 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
               show_default=True, help="Start each batch's containers while the one before "
               "runs (a later entry's, whose references the round has, its entry's alone); "
               "auto: on hosts with 4 cores a worker.")
+@click.option("--ahead-depth", type=click.IntRange(1, 4), default=2, show_default=True,
+              help="With --start-ahead: how many batches' containers are started ahead at "
+              "once (as `grader run --ahead-depth`).")
 @click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
               help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
               "on a node with the `grader_docker` resource.")

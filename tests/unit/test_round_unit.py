@@ -233,6 +233,22 @@ def test_cli_has_round_and_verify() -> None:
     assert res.returncode == EXIT_CODES["UsageError"] and "no entries" in res.stderr
 
 
+def test_round_grading_options_reach_every_entry_s_run(tmp_path: Path) -> None:
+    """`grader round grade`'s speed knobs are `grader run`'s, carried in the round's RunConfig
+    (to each entry, on this host or a Ray node)."""
+    import click
+
+    from grader.cli.round import _request, grade
+
+    with click.Context(grade):
+        req = _request(paths=(), suite="demo", out_dir=tmp_path, suite_roots=(),
+                       policy="triton", device="cpu", runtime="cpu", python=None,
+                       cuda_base=None, hardware="auto", shapes="auto", problems=(), seeds=None,
+                       timeout=None, seed_secret=None, gpus="0", jobs=1,
+                       no_shared_references=False, start_ahead="on", ahead_depth=4)
+    assert req.run.start_ahead == "on" and req.run.ahead_depth == 4
+
+
 def test_broken_and_foreign_bundles_are_refused_not_fatal(tmp_path: Path) -> None:
     from grader.intake.tools import create_bundle
     from grader.round.entries import Found, stage
