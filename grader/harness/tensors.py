@@ -148,7 +148,7 @@ def _spread(pieces: list[_Piece], work: Any) -> None:
     """`work(share)` for each thread's share of `pieces` (every WORKERS-th one), on threads of
     their own when there is more than one piece: one thread moving a file's bytes between a
     device, a host buffer and a tmpfs is bound by one core's page allocation and copying
-    (about 2 GB/s on the H200's host), and each call here (preadv, a tensor's copy) lets go
+    (2-3 GB/s on the H200's host), and each call here (preadv, a tensor's copy) lets go
     of the interpreter while it works.
     The first error of any share is raised once all have stopped."""
     n = min(WORKERS, len(pieces))
