@@ -16,7 +16,7 @@ import json
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -103,13 +103,8 @@ def copy_file(src: Path, dst: Path) -> None:
     with open(src, "rb") as f, open(dst, "w+b") as g:
         size = os.fstat(f.fileno()).st_size
         with _mapped(g.fileno(), size) as out:
-            def read_share(share: list[_Piece]) -> None:
-                for p in share:
-                    _read_into(f.fileno(), out[p.offset : p.offset + p.count], p.offset,
-                               src.name)
-
             _spread([_Piece(at, out, at, min(CHUNK, size - at)) for at in range(0, size, CHUNK)],
-                    read_share)
+                    lambda share: _load_share(f.fileno(), src.name, share))
 
 
 @contextmanager
@@ -144,7 +139,7 @@ class _Piece:
     count: int
 
 
-def _spread(pieces: list[_Piece], work: Any) -> None:
+def _spread(pieces: list[_Piece], work: Callable[[list[_Piece]], None]) -> None:
     """`work(share)` for each thread's share of `pieces` (every WORKERS-th one), on threads of
     their own when there is more than one piece: one thread moving a file's bytes between a
     device, a host buffer and a tmpfs is bound by one core's page allocation and copying
@@ -339,20 +334,24 @@ class _Body:
         raw = torch.empty(end - start, dtype=torch.uint8, device=self.device)
         at = self.base + start
         _spread([_Piece(at + s, raw, s, min(CHUNK, raw.numel() - s))
-                 for s in range(0, raw.numel(), CHUNK)], self._load_share)
+                 for s in range(0, raw.numel(), CHUNK)],
+                lambda share: _load_share(self.f.fileno(), self.fname, share))
         return raw.view(dtype).reshape(shape)
 
-    def _load_share(self, share: list[_Piece]) -> None:
-        staging: torch.Tensor | None = None  # one host buffer per thread for a device's chunks
-        for p in share:
-            piece = p.flat[p.start : p.start + p.count]
-            if piece.device.type == "cpu":
-                _read_into(self.f.fileno(), piece, p.offset, self.fname)
-                continue
-            if staging is None:
-                staging = host_buffer(max(q.count for q in share))
-            _read_into(self.f.fileno(), staging[: p.count], p.offset, self.fname)
-            piece.copy_(staging[: p.count])
+
+def _load_share(fd: int, fname: str, share: list[_Piece]) -> None:
+    """Each piece read from its offset of the file: straight into a host tensor, through a
+    host buffer of this thread's own into a device's."""
+    staging: torch.Tensor | None = None
+    for p in share:
+        piece = p.flat[p.start : p.start + p.count]
+        if piece.device.type == "cpu":
+            _read_into(fd, piece, p.offset, fname)
+            continue
+        if staging is None:
+            staging = host_buffer(max(q.count for q in share))
+        _read_into(fd, staging[: p.count], p.offset, fname)
+        piece.copy_(staging[: p.count])
 
 
 def _read_into(fd: int, buf: torch.Tensor, offset: int, fname: str) -> None:

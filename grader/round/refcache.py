@@ -110,9 +110,9 @@ class ReferenceCache:
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             with os.scandir(ref_dir) as it:
-                files = [Path(e.path) for e in it
-                         if stat.S_ISREG(e.stat(follow_symlinks=False).st_mode)]
-            size, free = sum(f.stat().st_size for f in files), shutil.disk_usage(self.root).free
+                files = {Path(e.path): st.st_size for e in it
+                         if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode)}
+            size, free = sum(files.values()), shutil.disk_usage(self.root).free
             if size > free:  # known before a byte is copied, not after tens of gigabytes
                 raise OSError(errno.ENOSPC, f"{size} bytes to keep, {free} free")
             tmp.mkdir(mode=0o700)

@@ -177,19 +177,31 @@ class Batch:
 class _Gated:
     """Containers started ahead of their turn, each waiting at its gate (harness.main._standby)
     until `release`: what Standby and EntryStandby share. A subclass sets `_stack`, `since`,
-    `gated`, `released` and lists its containers in `_gates`."""
+    `gated`, `released`, starts its entry with `_start_entry` and lists its containers in
+    `_gates`."""
 
     closed = False
     released = False
     gated = True  # started ahead, waiting at its gate (False: run_pair's own, started at once)
     since = 0.0
     _stack: contextlib.ExitStack
+    ent: Container
+    ent_in: Path
+    ent_out: Path
 
     _ent_seen = False  # the entry's gate frame has come (kept: the stream only grows)
 
     def _gates(self) -> list[tuple[Container, bool, Path]]:
         """Each container, whether it is at its gate, and its input folder."""
         raise NotImplementedError
+
+    def _start_entry(self, sb: WorkerSetup, batch: Batch, *, gated: bool) -> None:
+        """The batch's entry: its input and output folders and its container, on `_stack`."""
+        self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
+        self.ent_out = self._stack.enter_context(capped_dir(batch.entry_limits.output_bytes))
+        self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
+            sb, batch.image, self.ent_in, self.ent_out, batch.entry_limits, batch.problem,
+            gated=gated)))
 
     def _entry_at_gate(self, ent: Container) -> bool:
         if not self._ent_seen:
@@ -255,17 +267,12 @@ class Standby(_Gated):
         try:
             self.ref_in = self._stack.enter_context(fresh_in_dir())
             self.ref_out = self._stack.enter_context(capped_dir(batch.ref_limits.output_bytes))
-            self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
-            self.ent_out = self._stack.enter_context(
-                capped_dir(batch.entry_limits.output_bytes))
             write_job(self.ref_in, reference_job(sb, batch.cases, batch.problem,
                                                  hold=self.hold))
             self.ref = self._stack.enter_context(sb.engine.start(container_spec(
                 sb, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
                 batch.ref_limits, gated=gated)))
-            self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
-                sb, batch.image, self.ent_in, self.ent_out,
-                batch.entry_limits, batch.problem, gated=gated)))
+            self._start_entry(sb, batch, gated=gated)
         except BaseException:
             self._stack.close()
             raise
@@ -285,12 +292,7 @@ class EntryStandby(_Gated):
         self.batch = batch
         self._stack = contextlib.ExitStack()
         try:
-            self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
-            self.ent_out = self._stack.enter_context(
-                capped_dir(batch.entry_limits.output_bytes))
-            self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
-                sb, batch.image, self.ent_in, self.ent_out, batch.entry_limits,
-                batch.problem, gated=True)))
+            self._start_entry(sb, batch, gated=True)
         except BaseException:
             self._stack.close()
             raise

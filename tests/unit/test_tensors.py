@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from grader.harness import tensors
+from grader.paths import REPO
 from grader.sandbox import capped
 
 
@@ -108,8 +109,7 @@ def test_the_harness_threads_hand_no_tensor_memory_to_the_recorder(tmp_path: Pat
     2026-12-03, `t.numpy()` on those threads made honest entries `fallback`)."""
     (tmp_path / "driver.py").write_text(RECORDED)
     env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(tensors.__file__).parents[2]),
-                                          os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path)],
                           capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
