@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -31,6 +31,42 @@ def _fail(detail: str, atol: float = 0.0, rtol: float = 0.0, total: int = 0) -> 
 
 
 CHUNK = 1 << 22  # elements compared at a time: float64 temporaries of 32 MiB, not of the output
+WORST = 3  # elements a mismatch names, furthest outside the tolerance first (issue 34)
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element outside the tolerance: where it is, what the entry gave, what the
+    reference did, and how far past the allowed difference (atol + rtol * |expected|)."""
+
+    output: int
+    index: tuple[int, ...]
+    got: float
+    expected: float
+    excess: float
+
+    def text(self) -> str:
+        return (f"output {self.output}[{', '.join(map(str, self.index))}]: got {self.got:.6g}, "
+                f"expected {self.expected:.6g}")
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` of a row-major tensor of `shape`."""
+    index = []
+    for dim in reversed(shape):
+        flat, at = divmod(flat, dim) if dim else (flat, 0)
+        index.append(at)
+    return tuple(reversed(index))
+
+
+def _keep_worst(worst: list[Element], more: list[Element]) -> list[Element]:
+    return sorted([*worst, *more], key=lambda el: -el.excess)[:WORST]
+
+
+def worst_text(worst: list[Element], label: str = "worst") -> str:
+    """"; worst: output 0[3, 1]: got 1.5, expected 1", the way torch.testing.assert_close
+    names the greatest difference's index (nothing when there is none)."""
+    return f"; {label}: {'; '.join(el.text() for el in worst)}" if worst else ""
 
 
 @dataclass
@@ -43,6 +79,7 @@ class _Stats:
     mismatched: int = 0
     worst_abs: float = 0.0
     worst_rel: float = 0.0
+    worst: list[Element] = field(default_factory=list)
 
 
 def _non_finite(st: _Stats, ce: torch.Tensor, ca: torch.Tensor) -> None:
@@ -61,7 +98,19 @@ def _non_finite(st: _Stats, ce: torch.Tensor, ca: torch.Tensor) -> None:
     ce.masked_fill_(~keep, 0.0)
 
 
-def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float) -> _Stats:
+def _chunk_worst(excess: torch.Tensor, at: int, flat_e: torch.Tensor, flat_a: torch.Tensor,
+                 output: int, shape: tuple[int, ...]) -> list[Element]:
+    """The chunk's elements furthest outside the tolerance (`excess` > 0 there), with their
+    values read back from the outputs themselves, in float64."""
+    vals, idx = torch.topk(excess, min(WORST, excess.numel()))
+    return [Element(output=output, index=_unravel(at + int(i), shape),
+                    got=float(flat_a[at + int(i)].double()),
+                    expected=float(flat_e[at + int(i)].double()), excess=float(v))
+            for v, i in zip(vals, idx, strict=True) if float(v) > 0]
+
+
+def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float,
+                 output: int = 0) -> _Stats:
     """One pass over both outputs in chunks of CHUNK elements, in float64 (exact for every
     floating dtype an output may have), reusing the same buffers. The statistics are those of
     the whole output at once (non-finite values are judged apart: _non_finite). At production
@@ -93,6 +142,8 @@ def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float) -> 
         # equal; non-finite values were zeroed above).
         if float(torch.sub(d, b, out=ca).nan_to_num_(nan=0.0).max()) > 0:
             st.mismatched += int(torch.count_nonzero(torch.gt(d, b, out=mask[:k])))
+            st.worst = _keep_worst(st.worst, _chunk_worst(ca, at, flat_e, flat_a, output,
+                                                          tuple(e.shape)))
         st.worst_abs = max(st.worst_abs, float(d.max()))
         st.worst_rel = max(st.worst_rel,
                            float(d.div_(torch.abs(ce, out=b).clamp_min_(1e-12)).max()))
@@ -111,6 +162,7 @@ def compare(expected: list[Any], actual: list[Any], problem: Problem) -> Outcome
     worst_abs = worst_rel = 0.0
     mismatched = total = 0
     atol = rtol = 0.0
+    worst: list[Element] = []
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
         if not isinstance(a, torch.Tensor) or not isinstance(e, torch.Tensor):
             return _fail(f"output {i}: not a tensor")
@@ -122,15 +174,21 @@ def compare(expected: list[Any], actual: list[Any], problem: Problem) -> Outcome
         atol, rtol = max(atol, tol.atol), max(rtol, tol.rtol)
         total += e.numel()
         if not (e.is_floating_point() or e.is_complex()):
-            bad = int((a != e).sum())
+            differ = (a != e).reshape(-1)
+            bad = int(differ.sum())
             mismatched += bad
             if bad:
-                return _fail(f"output {i}: {bad} of {e.numel()} elements differ (exact dtype)",
+                first = [Element(output=i, index=_unravel(int(j), tuple(e.shape)),
+                                 got=float(a.reshape(-1)[j].double()),
+                                 expected=float(e.reshape(-1)[j].double()), excess=0.0)
+                         for j in torch.nonzero(differ).reshape(-1)[:WORST]]
+                return _fail(f"output {i}: {bad} of {e.numel()} elements differ (exact dtype)"
+                             + worst_text(first, "first"),
                              tol.atol, tol.rtol, total)
             continue
         if not e.numel():
             continue
-        st = _float_stats(e, a, tol.atol, tol.rtol)
+        st = _float_stats(e, a, tol.atol, tol.rtol, output=i)
         if st.nonfinite:
             return _fail(f"output {i}: {st.nonfinite} NaN or Inf values", tol.atol, tol.rtol,
                          total)
@@ -140,10 +198,12 @@ def compare(expected: list[Any], actual: list[Any], problem: Problem) -> Outcome
         mismatched += st.mismatched
         worst_abs = max(worst_abs, st.worst_abs)
         worst_rel = max(worst_rel, st.worst_rel)
+        worst = _keep_worst(worst, st.worst)
     comp = Comparison(max_abs_err=worst_abs, max_rel_err=worst_rel, mismatched=mismatched,
                       total=total, atol=atol, rtol=rtol)
     if mismatched:
         return Outcome(ok=False, comparison=comp,
                        detail=f"{mismatched} of {total} elements outside atol={atol:g}, "
-                              f"rtol={rtol:g} (max abs err {worst_abs:.3g})")
+                              f"rtol={rtol:g} (max abs err {worst_abs:.3g})"
+                              f"{worst_text(worst)}")
     return Outcome(ok=True, detail="within tolerance", comparison=comp)

@@ -87,7 +87,8 @@ def test_fp8_outputs_and_exact_dtypes() -> None:
     wrong = ids.clone()
     wrong[7] = 0
     out = cmp.compare([x, ids], [x.clone(), wrong], quant)
-    assert not out.ok and out.detail == "output 1: 1 of 50 elements differ (exact dtype)"
+    assert not out.ok and out.detail == ("output 1: 1 of 50 elements differ (exact dtype); "
+                                         "first: output 1[7]: got 0, expected 7")
 
 
 def test_empty_and_mismatched_structure() -> None:
@@ -128,3 +129,34 @@ def test_rocm_fp8_outputs_compare_with_the_fp8_tolerance() -> None:
     assert cmp.compare([x], [x.clone()], quant).ok
     out = cmp.compare([x], [(x.float() * 2).to(torch.float8_e4m3fnuz)], quant)
     assert not out.ok and out.comparison.rtol == quant.tolerance_for("float8_e4m3fn").rtol
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 22])
+def test_a_mismatch_names_its_worst_elements(chunk: int, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    """Issue 34: a mismatch said how many elements were off but not which, nor by how much;
+    like torch.testing.assert_close it names the worst ones' indices, got and expected, the
+    furthest outside the tolerance first, wherever the chunks fall."""
+    monkeypatch.setattr(cmp, "CHUNK", chunk)
+    e = torch.linspace(-1, 1, 6000).to(torch.bfloat16).reshape(20, 300)
+    a = e.clone()
+    a[19, 299] = 4.0  # the worst, in the last chunk
+    a[0, 5] += 1.0
+    a[7, 100] -= 2.0
+    a[3, 3] += 0.5  # the fourth: past the three named
+    out = cmp.compare([e.clone(), e], [e.clone(), a], SOFTMAX)
+    assert not out.ok and out.comparison.mismatched == 4
+    want = [((19, 299), 4.0), ((7, 100), float(e[7, 100]) - 2.0), ((0, 5), float(e[0, 5]) + 1)]
+    named = out.detail.split("; worst: ")[1].split("; ")
+    assert len(named) == 3
+    for text, (index, got) in zip(named, want, strict=True):
+        r, c = index
+        assert text == (f"output 1[{r}, {c}]: got {float(torch.tensor(got).to(torch.bfloat16)):.6g}"
+                        f", expected {float(e[r, c]):.6g}")
+
+
+def test_index_of_an_element() -> None:
+    assert cmp._unravel(0, (3, 4)) == (0, 0)
+    assert cmp._unravel(7, (3, 4)) == (1, 3)
+    assert cmp._unravel(23, (2, 3, 4)) == (1, 2, 3)
+    assert cmp._unravel(5, (6,)) == (5,)
