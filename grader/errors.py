@@ -88,6 +88,13 @@ class ReferenceFailed(ProblemError):
     exit_code = 21
 
 
+class RooflineMismatch(ProblemError):
+    """`grader roofline derive`: a problem's `flops` or `bytes` expression disagrees with the
+    count of its reference (issue 34: it exited 1, "an unexpected grader failure", silently)."""
+
+    exit_code = 22
+
+
 class InfraError(GraderError):
     """The machinery failed: Docker, an image build, the host filesystem."""
 
@@ -141,6 +148,7 @@ EXIT_CODES: dict[str, int] = {
         KernelSourceError,
         ProblemError,
         ReferenceFailed,
+        RooflineMismatch,
         InfraError,
         DockerUnavailable,
         ImageBuildError,

@@ -4,7 +4,6 @@ across hardware, release kits and re-scoring of saved reports."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -83,8 +82,18 @@ def roofline_derive(problem_dir: Path, shapes: tuple[str, ...], rtol: float, dev
               f"{r.derived_bytes:.4g}", "yes" if r.ok else "NO"] for r in rows]
     header = ["shape", "flops expr", "derived", "bytes expr", "derived", "ok"]
     click.echo(render(table(header, cells), width=width()), nl=False)
-    if not all(r.ok for r in rows):
-        sys.exit(1)
+    bad = [r for r in rows if not r.ok]
+    if bad:
+        from grader.errors import RooflineMismatch
+
+        first = bad[0]
+        raise RooflineMismatch(
+            f"{problem_dir / 'problem.toml'}: the flops or bytes expression disagrees with the "
+            f"reference's count on {len(bad)} of {len(rows)} shape(s) (rtol {rtol:g}), first "
+            f"{first.shape}: flops {first.expr_flops:.4g} written, {first.derived_flops:.4g} "
+            f"counted; bytes {first.expr_bytes:.4g} written, {first.derived_bytes:.4g} counted",
+            hint="correct the expressions in problem.toml (the table shows each shape's "
+            "numbers), or raise --rtol where the count itself is approximate")
 
 
 @click.command()

@@ -138,14 +138,16 @@ def policy_show(name: str) -> None:
 
 
 @click.command()
-@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("bundle", metavar="BUNDLE|FOLDER|KERNEL.py",
+                type=click.Path(exists=True, path_type=Path))
 @click.option("--policy", "policy_name", default="triton", show_default=True)
 @click.option("--sarif", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the findings as SARIF 2.1.0 to this file.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON summary on stdout (schema: `grader schema check`).")
 def check(bundle: Path, policy_name: str, sarif: Path | None, as_json: bool) -> None:
-    """Static analysis only (no Docker, no GPU): print the findings of BUNDLE's kernels."""
+    """Static analysis only (no Docker, no GPU): print the findings of the kernels of a
+    BUNDLE (a tar), a FOLDER (submission.toml and kernels/) or one KERNEL.py."""
     from grader.errors import GraderError
     from grader.intake.tools import BLOCKING, static_check
     from grader.report.summaries import CheckSummary, ErrorInfo, check_summary

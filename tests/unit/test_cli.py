@@ -205,7 +205,7 @@ def test_bundle_create_refuses_links_out_of_the_folder(tmp_path: Path) -> None:
     """In CI the folder is an untrusted pull request: a link must not pack a runner's file."""
     import shutil
 
-    from grader.errors import UsageError
+    from grader.errors import UnsafeMember
     from grader.intake.tools import create_bundle
 
     src = tmp_path / "sub"
@@ -214,7 +214,7 @@ def test_bundle_create_refuses_links_out_of_the_folder(tmp_path: Path) -> None:
     secret.write_text("token")
     (src / "kernels" / "matmul.py").unlink()
     (src / "kernels" / "matmul.py").symlink_to(secret)
-    with pytest.raises(UsageError, match="symbolic link"):
+    with pytest.raises(UnsafeMember, match="symbolic link"):
         create_bundle(src, tmp_path / "b.tar")
     assert not (tmp_path / "b.tar").exists()
 
