@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from grader import __version__
-from grader.cli.options import formats_option, gpu_list
+from grader.cli.options import formats_option, gpu_list, suites_option
 from grader.errors import GraderError
 from grader.report.render import FORMATS
 from grader.run.progress import LOG_FORMATS
@@ -47,14 +47,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
               "submission's reports is refused (see --force); an earlier run's report files "
               "there are removed first.")
 @click.option("--suite", "suite", default=None, metavar="ID|DIR",
-              help="Grading one KERNEL.py: the suite of its problem (with --problem ID).")
+              help="The suite, by id or folder: one KERNEL.py's (with --problem ID); a "
+              "BUNDLE's or FOLDER's names its own, and --suite DIR says where it is.")
 @click.option("--force", is_flag=True,
               help="Replace another submission's reports in -o.")
 @click.option("--keep-checkpoint", is_flag=True,
               help="Keep -o/.checkpoint after a run that completed (it goes by default; it "
               "stays after a failure, and while a problem is infra_error, for --resume).")
-@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+@suites_option
 @click.option("--policy", default="triton", show_default=True, help="Policy name or file.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cpu: Triton's interpreter (no timing claims); cuda: a GPU.")

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from grader.report.render import FORMATS
+
+# Every command that looks a suite up by id takes it the same way (grader/suite/roots.py).
+suites_option = click.option(
+    "--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
+    help="Folder(s) holding suites, or a suite's own folder; looked in before "
+    "$GRADER_SUITES (folders, os.pathsep-separated) and the checkout's problem_bundles/.")
 
 
 def formats_option(value: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from grader.cli.options import suites_option
 from grader.run.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
@@ -29,17 +30,19 @@ class _DefaultGrade(click.Group):
 def round_() -> None:
     """Competition rounds: many bundles, one suite, one secret, references computed once.
 
-    `grader round BUNDLE_OR_DIR... --suite S -o ROUND_DIR` grades (the `grade` subcommand);
+    `grader round BUNDLE_OR_DIR... -o ROUND_DIR` grades (the `grade` subcommand; the suite is
+    the round folder's, --suite's, or the one every entry names);
     `grader round commit --suite S -o ROUND_DIR` publishes a round's commitment before it;
     `grader round verify ROUND_DIR` checks a round folder (docs/rounds.md)."""
 
 
 _SHARED = [  # the options of `grade` that `commit` commits to (and a round must match)
-    click.option("--suite", required=True, help="The suite every entry is graded against."),
+    click.option("--suite", default=None, metavar="ID|DIR",
+                 help="The suite every entry is graded against, by id or folder (default: "
+                 "the round folder's, else the one every entry's submission.toml names)."),
     click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), required=True,
                  help="The round folder (docs/rounds.md lists what it holds)."),
-    click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-                 help="Folder(s) holding suites (default: the checkout's problem_bundles/)."),
+    suites_option,
     click.option("--policy", default="triton", show_default=True),
     click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu",
                  show_default=True),
@@ -75,7 +78,7 @@ def _shared(f: Callable[..., None]) -> Callable[..., None]:
 
 
 def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | None = None,
-             formats: str = "json", suite: str, out_dir: Path, suite_roots: tuple[Path, ...],
+             formats: str = "json", suite: str | None, out_dir: Path, suite_roots: tuple[Path, ...],
              policy: str, device: str, runtime: str, python: str | None,
              cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
              seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
@@ -149,8 +152,7 @@ def commit(quiet: bool, log_format: str, **options: Any) -> None:
 
 @round_.command("verify")
 @click.argument("round_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-              help="Folder(s) holding the suite, to check its content hash.")
+@suites_option
 @click.option("--secret", default=None, help="The round's secret (hex), once revealed.")
 @click.option("--commitment", "commitment_file", default=None,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -160,7 +162,6 @@ def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None,
     """Check ROUND_DIR: bundles, reports and the secret against the manifest, and the
     leaderboard against the one recomputed from the reports (exit 6 on a mismatch)."""
     from grader.errors import UsageError
-    from grader.paths import PROBLEM_BUNDLES
     from grader.round.verify import require, verify_round
 
     if secret is not None:
@@ -168,7 +169,7 @@ def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None,
             bytes.fromhex(secret)
         except ValueError:
             raise UsageError("--secret: not hexadecimal") from None
-    got = verify_round(round_dir, suite_roots=list(suite_roots or (PROBLEM_BUNDLES,)),
+    got = verify_round(round_dir, suite_roots=suite_roots,
                        secret_hex=secret, commitment_file=commitment_file)
     for line in got.ok:
         click.echo(f"ok        {line}")
@@ -183,11 +184,11 @@ def verify(round_dir: Path, suite_roots: tuple[Path, ...], secret: str | None,
 @click.argument("report", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--secret", required=True, help="The secret the report was graded under (hex), "
               "once revealed: checked against the report's seed commitment first.")
-@click.option("--bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="The bundle the report graded (default: the round's copy, "
-              "when REPORT is a round's entries/NAME/report.json).")
-@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+@click.option("--bundle", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The bundle (or submission folder) the report graded (default: the "
+              "round's copy, when REPORT is a round's entries/NAME/report.json; a bundle "
+              "holding that copy's files is accepted, and the copy is graded).")
+@suites_option
 @click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default=None,
               help="Default: the round's; cpu for a CPU report, host for a GPU one.")
 @click.option("--python", default=None, help="Interpreter in the container (cuda, host).")

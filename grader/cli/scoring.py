@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from grader.cli.options import suites_option
+
 
 @click.group()
 def hardware() -> None:
@@ -150,14 +152,9 @@ def compare(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None
 
 
 def _suite_roots(suite_roots: tuple[Path, ...]) -> list[Path]:
-    from grader.paths import PROBLEM_BUNDLES
+    from grader.suite.roots import suite_roots as roots
 
-    return list(suite_roots) or [PROBLEM_BUNDLES]
-
-
-SUITES_OPTION = click.option(
-    "--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-    help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+    return list(roots(suite_roots))
 
 
 @click.command()
@@ -167,7 +164,7 @@ SUITES_OPTION = click.option(
 @click.option("--no-run-check", is_flag=True,
               help="Check only that each reference imports (for references that need a GPU); "
               "by default each also runs once on the CPU on its smallest shape.")
-@SUITES_OPTION
+@suites_option
 def release(suite: str, out: Path, suite_roots: tuple[Path, ...], no_run_check: bool) -> None:
     """Write the kit agents get for SUITE: specs, references, public shapes; nothing hidden.
     Refuses (exit 21) a suite whose reference does not import or fails on its smallest
@@ -193,7 +190,7 @@ def release(suite: str, out: Path, suite_roots: tuple[Path, ...], no_run_check: 
               help="Hardware profile (default: the report's).")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Folder for the new report (default: rescored/ beside it).")
-@SUITES_OPTION
+@suites_option
 def rescore(report_json: Path, weights_path: Path | None, hardware_name: str | None,
             out_dir: Path | None, suite_roots: tuple[Path, ...]) -> None:
     """Re-score a saved report with new weights or hardware, without re-running anything."""

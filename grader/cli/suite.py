@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from grader.cli.options import suites_option
+
 if TYPE_CHECKING:
     from grader.suite.check import SuiteCheck
 
@@ -39,8 +41,7 @@ def _lines(result: SuiteCheck) -> list[str]:
 
 @suite.command("check")
 @click.argument("suite_name", metavar="SUITE")
-@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-              help="Folder(s) holding suites (default: the checkout's problem_bundles/).")
+@suites_option
 @click.option("--problem", "problems", multiple=True, help="Check only these problems.")
 @click.option("--shapes", type=click.Choice(["all", "smoke", "scored"]), default="all",
               show_default=True, help="Which shapes to run the references on.")
@@ -61,14 +62,14 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     the machinery failed."""
     from grader.errors import UsageError
     from grader.images import ensure_runtime
-    from grader.paths import PROBLEM_BUNDLES
     from grader.run.config import RunConfig
     from grader.run.grading import worker_setup
     from grader.sandbox.docker_engine import DockerEngine
     from grader.suite.check import Runner, check_suite
     from grader.suite.load import find_suite
+    from grader.suite.roots import suite_roots as roots
 
-    found = find_suite(suite_name, list(suite_roots) or [PROBLEM_BUNDLES])
+    found = find_suite(suite_name, list(roots(suite_roots)))
     unknown = sorted(set(problems) - set(found.problems))
     if unknown:
         raise UsageError(f"--problem {unknown[0]!r} is not in suite {found.id}",

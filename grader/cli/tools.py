@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from grader.paths import PROBLEM_BUNDLES
+from grader.cli.options import suites_option
+from grader.suite.roots import suite_roots
 
 if TYPE_CHECKING:
     from grader.images import RuntimeConfig
@@ -37,7 +38,7 @@ def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str 
     from grader.suite.load import find_suite
 
     if what == "problem":
-        s = find_suite(suite, [PROBLEM_BUNDLES])
+        s = find_suite(suite, list(suite_roots()))
         pid = problem_id or next(iter(s.problems))
         if pid not in s.problems:
             raise click.BadParameter(f"{pid!r} is not a problem of suite {s.id}; choose "
@@ -64,7 +65,7 @@ def images_build(suites: tuple[str, ...]) -> None:
     runtime = ensure_runtime(engine, RuntimeConfig())
     click.echo(f"{'built' if runtime.built else 'present'}: {runtime.tag}")
     for name in suites:
-        suite = find_suite(name, [PROBLEM_BUNDLES])
+        suite = find_suite(name, list(suite_roots()))
         for bundle in suite.problems.values():
             got = ensure(engine, problem_plan(runtime.tag, suite.id, bundle))
             click.echo(f"{'built' if got.built else 'present'}: {got.tag}")
@@ -198,9 +199,7 @@ def bundle_create(directory: Path, output: Path) -> None:
 @click.argument("bundle_path", metavar="BUNDLE",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--policy", "policy_name", default="triton", show_default=True)
-@click.option("--suites", "suite_roots", multiple=True, type=click.Path(path_type=Path),
-              help="Folder(s) holding suites, for the coverage check (default: the "
-              "checkout's problem_bundles/).")
+@suites_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON summary on stdout (schema: `grader schema bundle-check`); "
               "the exit code is the same.")
@@ -213,9 +212,10 @@ def bundle_check(bundle_path: Path, policy_name: str, suite_roots: tuple[Path, .
     from grader.errors import GraderError
     from grader.intake.tools import check_bundle, gate, render_check
     from grader.report.summaries import BundleCheckSummary, ErrorInfo, bundle_check_summary
+    from grader.suite.roots import suite_roots as roots
 
     try:
-        result = check_bundle(bundle_path, policy_name, list(suite_roots) or [PROBLEM_BUNDLES])
+        result = check_bundle(bundle_path, policy_name, list(roots(suite_roots)))
     except GraderError as exc:
         if as_json:
             click.echo(BundleCheckSummary(ok=False, exit_code=exc.exit_code,

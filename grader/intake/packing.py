@@ -1,6 +1,7 @@
 """`grader run FOLDER` and `grader run kernel.py --problem ID --suite S`: what participants and
 agents have at hand, packed on the fly through the same `bundle create` and intake as a tar
-(issue 23: `grader run FOLDER` said "no such file")."""
+(issue 23: `grader run FOLDER` said "no such file"). Where the suite is found is the run
+config's (suite/roots.py), whichever of the three is graded."""
 
 from __future__ import annotations
 
@@ -9,18 +10,12 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.intake.bundle import MANIFEST
+from grader.intake.bundle import MANIFEST, open_bundle
+from grader.suite.roots import suite_id
 from grader.suite.scaffold import PROBLEM_ID
-
-
-@dataclass(frozen=True, kw_only=True)
-class Packed:
-    bundle: Path  # the tar to grade
-    suite_roots: tuple[Path, ...]  # with a --suite folder's parent first, when one was given
 
 
 def _manifest(name: str, suite: str, problem: str) -> str:
@@ -30,16 +25,29 @@ def _manifest(name: str, suite: str, problem: str) -> str:
             f'[problems."{problem}"]\nfile = "kernels/{problem}.py"\n')
 
 
+def _same_suite(bundle: Path, suite: str | None, shown_as: Path) -> None:
+    """--suite beside a bundle or a folder (which name their suite themselves) says where
+    that suite is; one that names another suite is refused rather than graded elsewhere."""
+    if suite is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="grader-pack-") as tmp:
+        named = open_bundle(bundle, Path(tmp) / "b", shown_as=shown_as
+                            ).manifest.submission.suite
+    if named != suite_id(suite):
+        raise UsageError(f"--suite {suite}: {shown_as} is a submission for suite {named!r}, "
+                         f"not {suite_id(suite)!r}",
+                         hint=f"leave --suite out, or pass suite {named!r} (its id or folder)")
+
+
 @contextmanager
-def packed(source: Path, *, problems: tuple[str, ...], suite: str | None,
-           suite_roots: tuple[Path, ...]) -> Iterator[Packed]:
+def packed(source: Path, *, problems: tuple[str, ...], suite: str | None) -> Iterator[Path]:
     """`source` as a bundle for the time of the block: a tar as it is, a submission folder
-    packed, one kernel file packed with a manifest naming `problems[0]` of `suite`."""
+    packed, one kernel file packed with a manifest naming `problems[0]` of `suite` (an id or
+    a suite's folder; beside a tar or a folder, the suite they name, checked)."""
     if not source.is_dir() and source.suffix != ".py":  # a tar (intake says if it is not)
-        if suite is not None:
-            raise UsageError("--suite is for grading one kernel file; a bundle names its suite "
-                             "in submission.toml", hint="leave --suite out")
-        yield Packed(bundle=source, suite_roots=suite_roots)
+        if source.is_file():
+            _same_suite(source, suite, source)
+        yield source
         return
     if not source.exists():
         raise UsageError(f"{source}: no such file or folder",
@@ -50,30 +58,23 @@ def packed(source: Path, *, problems: tuple[str, ...], suite: str | None,
     work = Path(tempfile.mkdtemp(prefix="grader-pack-"))
     try:
         if source.is_dir():
-            if suite is not None:
-                raise UsageError("--suite is for grading one kernel file; the folder's "
-                                 f"{MANIFEST} names its suite", hint="leave --suite out")
             create_bundle(source, work / "bundle.tar")
-            yield Packed(bundle=work / "bundle.tar", suite_roots=suite_roots)
+            _same_suite(work / "bundle.tar", suite, source)
+            yield work / "bundle.tar"
             return
         if len(problems) != 1 or suite is None:
             raise UsageError(f"{source}: one kernel file needs --problem ID (one) and "
                              "--suite SUITE", hint=f"e.g. grader run {source} --problem "
                              "vector_add --suite demo")
-        problem, roots, suite_id = problems[0], suite_roots, suite
-        suite_path = Path(suite)
-        if (suite_path / "suite.toml").is_file():  # a folder: found by its name, first there
-            suite_id = suite_path.resolve().name
-            roots = (suite_path.resolve().parent, *suite_roots)
-        if not PROBLEM_ID.fullmatch(problem) or not PROBLEM_ID.fullmatch(suite_id):
-            raise UsageError(f"--problem {problem!r} / --suite {suite_id!r}: not a valid id",
+        problem, sid = problems[0], suite_id(suite)
+        if not PROBLEM_ID.fullmatch(problem) or not PROBLEM_ID.fullmatch(sid):
+            raise UsageError(f"--problem {problem!r} / --suite {sid!r}: not a valid id",
                              hint="use the ids the suite's problem.toml files give")
         folder = work / "submission"
         (folder / "kernels").mkdir(parents=True)
-        (folder / MANIFEST).write_text(_manifest(source.stem, suite_id, problem),
-                                       encoding="utf-8")
+        (folder / MANIFEST).write_text(_manifest(source.stem, sid, problem), encoding="utf-8")
         shutil.copyfile(source, folder / "kernels" / f"{problem}.py")
         create_bundle(folder, work / "bundle.tar")
-        yield Packed(bundle=work / "bundle.tar", suite_roots=roots)
+        yield work / "bundle.tar"
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.errors import GraderError, UsageError
+from grader.errors import GraderError, ProblemError, UsageError
 from grader.results import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache
@@ -32,7 +32,10 @@ def grade_entry(name: str, req: RunConfig, cache_root: Path | None, progress: Pr
     """Grade `req.bundle` into `req.out_dir` (its checkpoint; reports are the caller's to
     write). A checkpoint already there from an interrupted attempt is resumed: the problems
     it finished are kept. A failure of the grader (the engine, a full disk) is a `failed`
-    outcome, graded again when the round resumes; it never stops the other entries."""
+    outcome, graded again when the round resumes; it never stops the other entries. An
+    error of the round's options or suite (UsageError, ProblemError) is raised: it is the
+    same for every entry, and never the host's failure (issue 34: an unfound suite was
+    "2 entries not graded (the grader's failure)", exit 30, "hint: fix the host")."""
     cache = ReferenceCache(cache_root, name) if cache_root is not None else None
     t0 = time.monotonic()
     resume = (req.out_dir / CHECKPOINT_DIR / "run.json").is_file()
@@ -43,6 +46,8 @@ def grade_entry(name: str, req: RunConfig, cache_root: Path | None, progress: Pr
             if not resume:
                 raise
             rep = run_grader(replace(req, resume=False), cache, progress)  # another run's: afresh
+    except (UsageError, ProblemError):
+        raise
     except Exception as exc:  # the grader's failure (or bug), never the round's end
         error = (exc.message if isinstance(exc, GraderError)
                  else f"grader bug: {type(exc).__name__}: {exc}")

@@ -3,11 +3,13 @@ secret and confirm that the report's results reproduce.
 
 The secret is checked against the report's seed commitment before anything else: only the
 secret the report was graded under reproduces its inputs. The bundle is the round's copy
-when REPORT is a round's `entries/<name>/report.json` (the manifest names it), or `--bundle`;
-either must have the report's bundle sha256. The grading settings are the round's (its
-manifest) or, for a report of `grader run`, read from the report itself: its policy, device,
-problems, shape selection (the one of `--shapes` that gives the report's shapes) and seeds
-per shape (its most comparisons on one shape).
+when REPORT is a round's `entries/<name>/report.json` (the manifest names it), or `--bundle`
+(a tar or a submission folder, packed as `grader bundle create` packs it): one with the
+report's bundle sha256, or, in a round, one holding the same files as the round's copy
+(which is then graded: issue 34, the bundle a participant submitted was refused). The
+grading settings are the round's (its manifest) or, for a report of `grader run`, read from
+the report itself: its policy, device, problems, shape selection (the one of `--shapes` that
+gives the report's shapes) and seeds per shape (its most comparisons on one shape).
 
 Then every problem's and shape's verdict must be the report's. Timings are compared only
 when both gradings ran on the same kind of GPU (the same hardware profile and device name):
@@ -33,17 +35,20 @@ from typing import Literal
 from pydantic import ValidationError
 
 from grader.errors import InfraError, UsageError
-from grader.paths import PROBLEM_BUNDLES
+from grader.intake.bundle import open_bundle
+from grader.intake.tools import create_bundle
 from grader.results import Report, ShapeResult
 from grader.round.entries import sha256_file
 from grader.round.entry import run_grader
 from grader.round.model import Settings
 from grader.round.store import RoundDir
+from grader.round.suite import of_round
 from grader.run.checkpoint import commitment
 from grader.run.config import RunConfig, ShapeSelection
 from grader.run.worker import select_shapes
 from grader.scoring.units import ShapeScore
 from grader.suite.load import Suite, find_suite
+from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
 
 Progress = Callable[[str], None]
@@ -125,28 +130,63 @@ def round_of(report_path: Path) -> tuple[RoundDir, str] | None:
     return RoundDir(root), entry.name
 
 
-def find_bundle(req: VerifyRequest, report: Report, in_round: tuple[RoundDir, str] | None
-                ) -> Path:
-    if req.bundle is not None:
-        path = req.bundle
-    elif in_round is not None:
-        rd, name = in_round
-        entry = next((e for e in rd.load_manifest().entries if e.name == name), None)
-        if entry is None or entry.bundle is None:
-            raise UsageError(f"{rd.manifest_file} lists no bundle for entry {name!r}",
-                             hint="pass --bundle PATH")
-        path = rd.root / entry.bundle
-    else:
-        raise UsageError(f"{req.report} is not in a round folder: which bundle was graded?",
-                         hint="pass --bundle PATH (the bundle the report names by sha256)")
+def _digest(path: Path) -> str:
     try:
-        digest = sha256_file(path)
+        return sha256_file(path)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if digest != report.submission.bundle_sha256:
-        raise UsageError(f"{path} is not the bundle the report graded (sha256 {digest[:16]}, "
-                         f"the report's {report.submission.bundle_sha256[:16]})")
-    return path
+
+
+def _files(bundle: Path, work: Path) -> dict[str, bytes]:
+    """What `bundle` holds once unpacked by the intake: each file's bytes by its path."""
+    sub = open_bundle(bundle, work)
+    return {p.relative_to(sub.root).as_posix(): p.read_bytes()
+            for p in sorted(sub.root.rglob("*")) if p.is_file()}
+
+
+def round_copy(in_round: tuple[RoundDir, str]) -> Path:
+    rd, name = in_round
+    entry = next((e for e in rd.load_manifest().entries if e.name == name), None)
+    if entry is None or entry.bundle is None:
+        raise UsageError(f"{rd.manifest_file} lists no bundle for entry {name!r}",
+                         hint="pass --bundle PATH")
+    return rd.root / entry.bundle
+
+
+def find_bundle(req: VerifyRequest, report: Report, in_round: tuple[RoundDir, str] | None,
+                work: Path) -> tuple[Path, str | None]:
+    """The bundle to grade again (a folder given as --bundle packed into `work`), and a
+    note when it is the round's copy of the one given."""
+    want = report.submission.bundle_sha256
+    if req.bundle is None:
+        if in_round is None:
+            raise UsageError(f"{req.report} is not in a round folder: which bundle was graded?",
+                             hint="pass --bundle PATH (the bundle or folder the report graded)")
+        path = round_copy(in_round)
+        if _digest(path) != want:
+            raise UsageError(f"{path} is not the bundle the report graded (its sha256 "
+                             "differs from the report's)")
+        return path, None
+    path = req.bundle
+    work.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        path = work / "given.tar"
+        create_bundle(req.bundle, path)
+    digest = _digest(path)
+    if digest == want:
+        return path, None
+    if in_round is not None:
+        copy = round_copy(in_round)
+        if (_digest(copy) == want
+                and _files(path, work / "given") == _files(copy, work / "copy")):
+            return copy, (f"{req.bundle} holds the files of the round's copy {copy}, which "
+                          "is graded again")
+    raise UsageError(f"{req.bundle} is not the bundle the report graded (sha256 {digest[:16]}, "
+                     f"the report's {want[:16]})" + (", and its files differ from the round's "
+                                                      "copy" if in_round else ""),
+                     hint="pass the bundle or folder that was submitted"
+                     + ("; or leave --bundle out: the round's copy is graded" if in_round
+                        else ""))
 
 
 def shape_selection(report: Report, suite: Suite, device: str) -> ShapeSelection:
@@ -193,24 +233,29 @@ def verify_report(req: VerifyRequest, progress: Progress) -> tuple[Report, Repor
     old = load_report(req.report)
     check_secret(old, req.secret_hex)
     in_round = round_of(req.report)
-    bundle = find_bundle(req, old, in_round)
-    suite = find_suite(old.suite.id, list(req.suite_roots or (PROBLEM_BUNDLES,)))
+    work = Path(tempfile.mkdtemp(prefix="grader-verify-"))
+    try:
+        return _verify(req, old, in_round, work, progress)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _verify(req: VerifyRequest, old: Report, in_round: tuple[RoundDir, str] | None,
+            work: Path, progress: Progress) -> tuple[Report, Report, Reproduction]:
+    bundle, note = find_bundle(req, old, in_round, work)
+    suite = (of_round(in_round[0], old.suite.id, req.suite_roots) if in_round is not None
+             else find_suite(old.suite.id, list(suite_roots(req.suite_roots))))
     if suite.info.version != old.suite.version:
         raise UsageError(f"suite {suite.id} at hand is version {suite.info.version}, the "
                          f"report's {old.suite.version}",
                          hint="verify with the suite the report was graded on (--suites)")
     settings = (in_round[0].load_manifest().settings if in_round is not None
                 else settings_of_report(old, suite))
-    work = Path(tempfile.mkdtemp(prefix="grader-verify-"))
-    try:
-        new = run_grader(regrade_request(req, settings, bundle, work / "out"), None,
-                         progress)
-        if req.keep is not None:
-            req.keep.mkdir(parents=True, exist_ok=True)
-            (req.keep / "report.json").write_text(new.model_dump_json(indent=1) + "\n",
-                                                 encoding="utf-8")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    new = run_grader(regrade_request(req, settings, bundle, work / "out"), None, progress)
+    if req.keep is not None:
+        req.keep.mkdir(parents=True, exist_ok=True)
+        (req.keep / "report.json").write_text(new.model_dump_json(indent=1) + "\n",
+                                             encoding="utf-8")
     failed = [f"{p.id}/{s.id}" for p in new.problems for s in p.shapes
               if s.verdict == Verdict.INFRA_ERROR] + [
         p.id for p in new.problems if not p.shapes and p.verdict == Verdict.INFRA_ERROR]
@@ -218,7 +263,10 @@ def verify_report(req: VerifyRequest, progress: Progress) -> tuple[Report, Repor
         raise InfraError(f"the re-grade failed on this host for {', '.join(failed[:5])}"
                          f"{' ...' if len(failed) > 5 else ''}: nothing is confirmed or "
                          "refuted", hint="fix the host (grader doctor), then verify again")
-    return old, new, compare(old, new, noise_scale=req.noise_scale)
+    got = compare(old, new, noise_scale=req.noise_scale)
+    if note is not None:
+        got.notes.insert(0, note)
+    return old, new, got
 
 
 def _scores(rep: Report) -> dict[tuple[str, str], ShapeScore]:

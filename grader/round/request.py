@@ -23,7 +23,7 @@ from grader.suite.load import Suite
 @dataclass(frozen=True, kw_only=True)
 class RoundRequest:
     paths: tuple[Path, ...]
-    suite: str
+    suite: str | None  # an id or a folder; None: the round's own (round/suite.py)
     out_dir: Path
     run: RunConfig  # every entry's options (its bundle and out_dir are set per entry)
     resume: bool = False

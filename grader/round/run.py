@@ -22,7 +22,6 @@ import click
 
 from grader import __version__
 from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
-from grader.paths import PROBLEM_BUNDLES
 from grader.results import Report
 from grader.round.board import build_board
 from grader.round.commit import (
@@ -44,11 +43,12 @@ from grader.round.model import (
 from grader.round.render import RENDERERS
 from grader.round.request import RoundRequest, entry_request, record, suite_digest
 from grader.round.store import RoundDir
+from grader.round.suite import round_suite
 from grader.run.checkpoint import commitment, host_fs
 from grader.run.grading import Progress
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
-from grader.suite.load import Suite, find_suite
+from grader.suite.load import Suite
 from grader.verdicts import Verdict
 
 
@@ -59,12 +59,16 @@ def settings_of(req: RoundRequest) -> Settings:
                     timeout_s=r.timeout, shared_references=req.shared_references)
 
 
-def _suite(req: RoundRequest) -> Suite:
-    suite = find_suite(req.suite, list(req.run.suite_roots or (PROBLEM_BUNDLES,)))
+def _suite(req: RoundRequest, rd: RoundDir) -> tuple[RoundRequest, Suite]:
+    """The round's suite (round/suite.py), recorded in its folder; the request whose entries
+    find that suite, by its id, before any other of the same id."""
+    suite = round_suite(rd, req.suite, req.run.suite_roots, req.paths)
     unknown = sorted(set(req.run.problems) - set(suite.problems))
     if unknown:
         raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
-    return suite
+    home = suite.directory.resolve()
+    run = replace(req.run, suite_roots=(home.parent, *req.run.suite_roots))
+    return replace(req, suite=str(home), run=run), suite
 
 
 def suite_ref(suite: Suite) -> SuiteRef:
@@ -247,17 +251,19 @@ def commit_round(req: RoundRequest, progress: Progress) -> tuple[Commitment, str
     """`grader round commit`: the round's commitment and secret written into its folder,
     before any entry; the commitment and its file's sha256."""
     rd = RoundDir(req.out_dir)
-    suite = _suite(req)
+    req, suite = _suite(req, rd)
     check_round_dir(req, rd)
+    rd.save_suite(suite.directory)
     return make_commitment(rd, suite=suite, suite_ref=suite_ref(suite),
                            settings=settings_of(req), run=req.run, progress=progress)
 
 
 def run_round(req: RoundRequest, progress: Progress) -> Board:
     rd = RoundDir(req.out_dir)
-    suite = _suite(req)
+    req, suite = _suite(req, rd)
     check_round_dir(req, rd)
     manifest, secret = open_round(req, rd, suite, progress)
+    rd.save_suite(suite.directory)
     todo = pending(manifest, rd)
     progress(f"round {manifest.round_id}: {len(manifest.entries)} entries, {len(todo)} to grade")
     if req.ray is not None:

@@ -2,6 +2,8 @@
 
     ROUND_DIR/
       commitment.json            published before the round (round/commit.py), when it was
+      suite.path                 the folder of the suite the round grades against, so that
+                                 later commands find it without --suite (round/suite.py)
       manifest.json              what anyone can check the round against (round/model.Manifest)
       seed.secret                the round's secret (hex, 0600): never published before the end
       bundles/<entry>.tar        what was graded
@@ -32,6 +34,7 @@ class RoundDir:
         self.manifest_file = root / "manifest.json"
         self.commitment_file = root / "commitment.json"
         self.secret_file = root / SECRET
+        self.suite_file = root / "suite.path"
         self.bundles = root / "bundles"
         self.entries = root / "entries"
         self.outcomes = root / ".round"
@@ -78,6 +81,20 @@ class RoundDir:
             return None
         except (OSError, ValidationError) as exc:
             raise UsageError(f"{path}: unreadable: {exc}") from None
+
+    def save_suite(self, folder: Path) -> None:
+        with host_fs(f"cannot write {self.suite_file}"):
+            self.root.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.suite_file, f"{folder.resolve()}\n")
+
+    def suite_folder(self) -> Path | None:
+        """The suite's folder as the round recorded it; None when the round recorded none or
+        the folder is gone (a round folder copied to another host)."""
+        try:
+            folder = Path(self.suite_file.read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            return None
+        return folder if (folder / "suite.toml").is_file() else None
 
     def secret(self) -> bytes | None:
         try:

@@ -13,6 +13,7 @@ compared with leaderboard.json.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,8 +27,8 @@ from grader.round.entries import sha256_file
 from grader.round.model import Board, Commitment, Manifest, Outcome
 from grader.round.request import suite_digest
 from grader.round.store import RoundDir
+from grader.round.suite import of_round
 from grader.run.checkpoint import commitment
-from grader.suite.load import find_suite
 
 
 @dataclass(kw_only=True)
@@ -83,7 +84,7 @@ def _images(c: Commitment, outcomes: dict[str, Outcome], reports: dict[str, Repo
                                      else "")))
 
 
-def verify_round(root: Path, *, suite_roots: list[Path], secret_hex: str | None = None,
+def verify_round(root: Path, *, suite_roots: Sequence[Path] = (), secret_hex: str | None = None,
                  commitment_file: Path | None = None) -> Checked:
     rd = RoundDir(root)
     manifest = rd.load_manifest()
@@ -124,7 +125,7 @@ def verify_round(root: Path, *, suite_roots: list[Path], secret_hex: str | None 
         (got.wrong if bad else got.ok).append(
             f"{e.name}: report " + ("; ".join(bad) if bad else "matches the manifest"))
     try:
-        digest = suite_digest(find_suite(manifest.suite.id, suite_roots))
+        digest = suite_digest(of_round(rd, manifest.suite.id, tuple(suite_roots)))
         (got.ok if digest == manifest.suite.digest else got.wrong).append(
             "suite digest " + ("matches" if digest == manifest.suite.digest
                                else f"{digest} is not the manifest's {manifest.suite.digest}"))

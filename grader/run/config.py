@@ -14,9 +14,9 @@ from typing import Literal, cast
 
 from grader.errors import UsageError
 from grader.images import RuntimeConfig, RuntimeKind
-from grader.paths import PROBLEM_BUNDLES
 from grader.run.practice import practice_shapes
 from grader.sandbox.spec import Limits
+from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
 
 # auto: smoke shapes on the CPU interpreter (the others take minutes there), all on a GPU.
@@ -27,8 +27,9 @@ ShapeSelection = Literal["auto", "all", "smoke", "scored"]
 class RunConfig:
     bundle: Path  # a tar, or (grader run) a folder or one kernel file packed on the fly
     out_dir: Path
-    suite_roots: tuple[Path, ...] = (PROBLEM_BUNDLES,)  # empty: PROBLEM_BUNDLES
-    suite: str | None = None  # grading one kernel file: its suite (id or folder)
+    # --suites as given; made the full lookup order (suite/roots.py) as the config is made
+    suite_roots: tuple[Path, ...] = ()
+    suite: str | None = None  # the suite (id or folder): one kernel file's, or the bundle's
     policy: str = "triton"
     hardware: str = "auto"  # a profile name; auto: cpu-interpreter, or matched to the GPU
     device: str = "cpu"  # "cpu" (Triton interpreter) or "cuda"
@@ -77,8 +78,7 @@ class RunConfig:
         memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))
 
     def __post_init__(self) -> None:
-        if not self.suite_roots:
-            object.__setattr__(self, "suite_roots", (PROBLEM_BUNDLES,))
+        object.__setattr__(self, "suite_roots", suite_roots(self.suite_roots, suite=self.suite))
         _ = self.secret  # raises UsageError for a secret that is not hexadecimal
         if self.practice:
             practice_shapes(self.shapes)  # raises for --shapes all|scored

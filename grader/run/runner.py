@@ -119,10 +119,8 @@ def grade_bundle(cfg: RunConfig, progress: Progress | None = None) -> Report:
     """Grade `cfg.bundle`: a tar, or a folder or one kernel file packed on the fly. With
     `cfg.json`, one summary object goes to stdout, also when the run fails."""
     try:
-        with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite,
-                    suite_roots=cfg.suite_roots) as got:
-            graded = _grade(replace(cfg, bundle=got.bundle, suite_roots=got.suite_roots),
-                            progress)
+        with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite) as bundle:
+            graded = _grade(replace(cfg, bundle=bundle), progress)
     except GraderError as exc:
         if cfg.json:
             click.echo(failed_summary(exc, practice=cfg.practice))

@@ -104,4 +104,5 @@ def find_suite(name_or_path: str, roots: list[Path]) -> Suite:
     if path.is_dir():
         return load_suite(path)
     raise ProblemError(f"suite {name_or_path!r} not found",
-                       hint=f"looked in {', '.join(str(r) for r in roots)}; pass --suites DIR")
+                       hint=f"looked in {', '.join(str(r) for r in roots)}; pass --suites DIR "
+                       "(a folder of suites, or the suite's own) or set GRADER_SUITES")

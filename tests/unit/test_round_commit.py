@@ -41,6 +41,7 @@ from grader.round.reproduce import (
     round_of,
     settings_of_report,
 )
+from grader.round.request import suite_digest
 from grader.round.run import finish
 from grader.round.store import RoundDir
 from grader.round.verify import verify_round
@@ -50,7 +51,9 @@ from grader.suite.load import load_suite
 from grader.verdicts import Verdict, worst
 
 SECRET = bytes(range(32))
-SUITE = SuiteRef(id="demo", version="0.2.0", weights_version="0.1.0", digest="d" * 64)
+# The checkout's demo suite: verify_round finds it by id (grader/suite/roots.py).
+SUITE = SuiteRef(id="demo", version="0.2.0", weights_version="0.1.0",
+                 digest=suite_digest(load_suite(PROBLEM_BUNDLES / "demo")))
 SETTINGS = Settings(policy="triton", device="cpu", runtime="cpu", hardware="auto",
                     shapes="auto", problems=["vector_add"])
 IMAGES = {"runtime": ImageRef(tag="grader-runtime-cpu:aaaa", id="sha256:" + "1" * 64),
@@ -199,18 +202,18 @@ def test_the_bundle_of_a_round_report_and_of_a_lone_one(tmp_path: Path) -> None:
     rep = rd.report("a")
     assert rep is not None
     req = VerifyRequest(report=report, secret_hex=SECRET.hex())
-    assert find_bundle(req, rep, found) == rd.bundles / "a.tar"
+    assert find_bundle(req, rep, found, tmp_path / "w") == (rd.bundles / "a.tar", None)
     lone = tmp_path / "lone" / "report.json"
     lone.parent.mkdir()
     lone.write_bytes(report.read_bytes())
     assert round_of(lone) is None
     with pytest.raises(UsageError, match="--bundle"):
-        find_bundle(VerifyRequest(report=lone, secret_hex=SECRET.hex()), rep, None)
+        find_bundle(VerifyRequest(report=lone, secret_hex=SECRET.hex()), rep, None, tmp_path)
     other = tmp_path / "other.tar"
     other.write_bytes(b"b" * 100)
     with pytest.raises(UsageError, match="not the bundle the report graded"):
         find_bundle(VerifyRequest(report=lone, secret_hex=SECRET.hex(), bundle=other), rep,
-                    None)
+                    None, tmp_path)
 
 
 def test_settings_are_read_from_a_report_of_grader_run() -> None:

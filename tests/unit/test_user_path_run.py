@@ -155,22 +155,21 @@ def _manifest_of(bundle: Path, tmp: Path) -> dict[str, object]:
 
 
 def test_a_folder_is_packed_on_the_fly(tmp_path: Path) -> None:
-    with packed(EXAMPLE, problems=(), suite=None, suite_roots=()) as got:
-        m = _manifest_of(got.bundle, tmp_path)
+    with packed(EXAMPLE, problems=(), suite=None) as got:
+        m = _manifest_of(got, tmp_path)
         assert set(m["problems"]) == {"vector_add", "rmsnorm", "matmul"}  # type: ignore[arg-type]
-    assert not got.bundle.exists()  # the packed tar is gone with the block
+    assert not got.exists()  # the packed tar is gone with the block
 
 
 def test_one_kernel_file_is_packed_with_its_problem_and_suite(tmp_path: Path) -> None:
     kernel = EXAMPLE / "kernels" / "vector_add.py"
-    with packed(kernel, problems=("vector_add",), suite=str(PROBLEM_BUNDLES / "demo"),
-                suite_roots=()) as got:
-        m = _manifest_of(got.bundle, tmp_path)
+    with packed(kernel, problems=("vector_add",), suite=str(PROBLEM_BUNDLES / "demo")) as got:
+        m = _manifest_of(got, tmp_path)
         assert m["problems"] == {"vector_add": {"file": "kernels/vector_add.py"}}
         assert m["submission"]["suite"] == "demo"  # type: ignore[index]
-        assert got.suite_roots[0] == PROBLEM_BUNDLES.resolve()
-    with packed(kernel, problems=("vector_add",), suite="demo", suite_roots=()) as got:
-        assert got.suite_roots == ()
+    (tmp_path / "again").mkdir()
+    with packed(kernel, problems=("vector_add",), suite="demo") as got:
+        assert _manifest_of(got, tmp_path / "again")["submission"]["suite"] == "demo"  # type: ignore[index]
 
 
 @pytest.mark.parametrize(("problems", "suite"), [((), "demo"), (("a", "b"), "demo"),
@@ -178,14 +177,13 @@ def test_one_kernel_file_is_packed_with_its_problem_and_suite(tmp_path: Path) ->
 def test_one_kernel_file_needs_one_problem_and_a_suite(problems: tuple[str, ...],
                                                       suite: str | None) -> None:
     with pytest.raises(UsageError, match="--problem ID") as err, \
-            packed(EXAMPLE / "kernels" / "vector_add.py", problems=problems, suite=suite,
-                   suite_roots=()):
+            packed(EXAMPLE / "kernels" / "vector_add.py", problems=problems, suite=suite):
         pass
     assert err.value.hint
 
 
 def test_a_missing_path_says_what_run_accepts(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such file") as err, \
-            packed(tmp_path / "nope.py", problems=(), suite=None, suite_roots=()):
+            packed(tmp_path / "nope.py", problems=(), suite=None):
         pass
     assert "submission folder" in (err.value.hint or "")
