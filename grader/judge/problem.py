@@ -14,6 +14,7 @@ from grader.detect.dynamic import CallEvidence, verdict_for
 from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import EXPECTED, OUTPUTS
+from grader.judge.entry_import import import_failure
 from grader.judge.interpreter import bf16_limit, interpreter_limit, unverified_detail
 from grader.judge.outputs import compare
 from grader.judge.timing import judge_timing
@@ -103,7 +104,7 @@ def _container_failure(run: ContainerRun) -> tuple[Verdict, str] | None:
             return Verdict.RESOURCE_LIMIT, "a resource limit stopped the process while importing"
         return Verdict.RUNTIME_ERROR, f"the process died while importing (exit {ex.exit_code})"
     if not ready.ok:
-        return Verdict.COMPILE_ERROR, "importing the kernel file failed"
+        return Verdict.COMPILE_ERROR, import_failure(ready.error)
     if run.out.result is None:
         if hit_limit(ex.logs):
             return Verdict.RESOURCE_LIMIT, "a resource limit stopped the process before it finished"

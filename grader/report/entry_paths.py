@@ -1,7 +1,9 @@
 """Tracebacks in the participant's own words: the harness imports every entry as
 `/grader/entry/kernel.py`, so an entry's error named that path, one the participant has never
 seen (issue 23). On the host, once the report is built, each problem's texts name its kernel's
-path in the bundle instead (`kernels/vector_add.py`). Pure: a Report in, a Report out.
+path in the bundle instead (`kernels/vector_add.py`), or, for one kernel file graded on its own,
+that file as the participant named it (issue 34: `grader run my_add.py` spoke of
+`kernels/vector_add.py`, a path the packing made up). Pure: a Report in, a Report out.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ def _swap(text: str | None, name: str) -> str | None:
     return None if text is None else text.replace(ENTRY_FILE, name)
 
 
-def _problem(p: ProblemResult) -> ProblemResult:
+def _problem(p: ProblemResult, shown_as: str | None) -> ProblemResult:
     texts = [p.detail, p.stderr_excerpt, *(t for s in p.shapes for t in (s.detail,
                                                                          s.error_excerpt))]
     if not p.kernel_file or not any(t and ENTRY_FILE in t for t in texts):
         return p
-    name = p.kernel_file
+    name = shown_as or p.kernel_file
     shapes = [s.model_copy(update={"detail": _swap(s.detail, name) or "",
                                    "error_excerpt": _swap(s.error_excerpt, name)})
               for s in p.shapes]
@@ -28,8 +30,9 @@ def _problem(p: ProblemResult) -> ProblemResult:
                                 "shapes": shapes})
 
 
-def with_entry_paths(rep: Report) -> Report:
-    problems = [_problem(p) for p in rep.problems]
+def with_entry_paths(rep: Report, shown_as: str | None = None) -> Report:
+    """`shown_as`: the name of the one kernel file graded (every problem's kernel is it)."""
+    problems = [_problem(p, shown_as) for p in rep.problems]
     if all(new is old for new, old in zip(problems, rep.problems, strict=True)):
         return rep
     return rep.model_copy(update={"problems": problems})

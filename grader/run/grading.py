@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import secrets
 import tempfile
@@ -140,6 +141,15 @@ def driver_binds() -> tuple[tuple[Bind, ...], tuple[tuple[str, str], ...]]:
     return binds, (("TRITON_LIBCUDA_PATH", DRIVER_LIB_DIR),)
 
 
+def unknown_problem(problem: str, suite: Suite) -> UsageError:
+    """--problem naming no problem of the suite: which it has, the nearest first (issue 34:
+    the refusal had no hint)."""
+    near = difflib.get_close_matches(problem, list(suite.problems), n=1)
+    return UsageError(f"--problem {problem!r} is not in suite {suite.id}",
+                      hint=(f"did you mean {near[0]!r}? " if near else "")
+                      + f"suite {suite.id} has {', '.join(suite.problems)}")
+
+
 class Grader:
     def __init__(self, cfg: RunConfig, engine: ContainerEngine, detector: Detector,
                  progress: Progress) -> None:
@@ -267,7 +277,7 @@ class Grader:
             suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
             unknown = sorted(set(cfg.problems) - set(suite.problems))
             if unknown:
-                raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
+                raise unknown_problem(unknown[0], suite)
             if cfg.runtime == "host":
                 check_host_binds(cfg, suite, self.checkpoint)
             done = self.open_checkpoint(suite, bundle_sha256)

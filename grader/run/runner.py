@@ -17,6 +17,8 @@ from grader.errors import GraderError, ReferenceFailed, VerdictGate
 from grader.intake.bundle import open_bundle
 from grader.intake.packing import packed
 from grader.report.entry_paths import with_entry_paths
+from grader.report.failures import error_lines, failure_lines
+from grader.report.public import public_view
 from grader.report.render import write_reports
 from grader.report.summaries import ErrorInfo, RunSummary, run_summary
 from grader.results import Report
@@ -118,9 +120,11 @@ class Graded:
 def grade_bundle(cfg: RunConfig, progress: Progress | None = None) -> Report:
     """Grade `cfg.bundle`: a tar, or a folder or one kernel file packed on the fly. With
     `cfg.json`, one summary object goes to stdout, also when the run fails."""
+    # One kernel file: the texts name it as given, not the path the packing gives it.
+    shown_as = str(cfg.bundle) if cfg.bundle.suffix == ".py" else None
     try:
         with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite) as bundle:
-            graded = _grade(replace(cfg, bundle=bundle), progress)
+            graded = _grade(replace(cfg, bundle=bundle), progress, shown_as)
     except GraderError as exc:
         if cfg.json:
             click.echo(failed_summary(exc, practice=cfg.practice))
@@ -140,7 +144,7 @@ def failed_summary(exc: GraderError, *, practice: bool) -> str:
                       practice=practice).model_dump_json(indent=2)
 
 
-def _grade(cfg: RunConfig, progress: Progress | None) -> Graded:
+def _grade(cfg: RunConfig, progress: Progress | None, shown_as: str | None = None) -> Graded:
     found = _suite_of(cfg) if cfg.bundle.is_file() else None
     if found is not None:
         check_references(found[0], [p for p in found[0].problems
@@ -159,7 +163,7 @@ def _grade(cfg: RunConfig, progress: Progress | None) -> Graded:
 
     grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
     try:
-        rep = with_entry_paths(grader.run())
+        rep = with_entry_paths(grader.run(), shown_as)
     except BaseException:
         progress.close()  # a live bar gives the terminal back before the error is shown
         raise
@@ -173,9 +177,11 @@ def _grade(cfg: RunConfig, progress: Progress | None) -> Graded:
                  "the same command with --resume to write the reports"):
         paths = write_reports(rep, cfg.out_dir, list(cfg.formats), public=cfg.public)
     click.echo(summary_line(rep), err=cfg.json)
-    if cfg.practice:
-        for line in diagnostics(rep):
-            click.echo(line, err=cfg.json)
+    # What did not pass, where in the entry's file and why (issue 34: only report.json said).
+    lines = (diagnostics(rep, shown_as) if cfg.practice
+             else failure_lines(public_view(rep) if cfg.public else rep, shown_as))
+    for line in lines:
+        click.echo(line, err=cfg.json)
     for fmt, path in paths.items():
         click.echo(f"{fmt}: {path}", err=cfg.json)
     outdir.finish(cfg.out_dir, rep, keep_checkpoint=cfg.keep_checkpoint)
@@ -188,9 +194,9 @@ def _grade(cfg: RunConfig, progress: Progress | None) -> Graded:
     return Graded(report=rep, paths=paths, error=error)
 
 
-def diagnostics(rep: Report) -> list[str]:
-    """A practice run's lines per shape: verdict, fraction of roofline, detail, the error's
-    last line (the reports hold the whole excerpt)."""
+def diagnostics(rep: Report, shown_as: str | None = None) -> list[str]:
+    """A practice run's lines per shape: verdict, fraction of roofline, detail, where in the
+    entry's file and the error's last line (the reports hold the whole excerpt)."""
     fraction = {(s.problem, s.shape): s.s for s in (rep.scores.shapes if rep.scores else [])
                 if s.measured_s is not None}
     out = []
@@ -201,8 +207,7 @@ def diagnostics(rep: Report) -> list[str]:
             f = fraction.get((p.id, s.id))
             roof = f"{f:.1%} of roofline" if f is not None else "not timed"
             out.append(f"  {p.id}/{s.id}: {s.verdict} ({roof}): {s.detail}")
-            last = (s.error_excerpt or "").strip().splitlines()[-1:]
-            out += [f"    error: {line}" for line in last]
+            out += error_lines(s, shown_as or p.kernel_file)
     return out
 
 

@@ -256,7 +256,7 @@ DYING = {
     "out of memory at import": (entry(dies="import", oom=True), Verdict.RESOURCE_LIMIT,
                                 "killed by the memory limit"),
     "import failed": (entry(ready_ok=False), Verdict.COMPILE_ERROR,
-                      "importing the kernel file failed"),
+                      "the kernel file does not parse"),
     "dies in its calls": (entry(dies="calls", exit_code=1), Verdict.RUNTIME_ERROR,
                           "died before finishing (exit 1)"),
     "never ends": (entry(hangs=True), Verdict.TIMEOUT, "wall-clock limit"),

@@ -7,12 +7,36 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.errors import EXIT_CODES
 from grader.paths import PROBLEM_BUNDLES, REPO
+from grader.results import (
+    Environment,
+    ProblemResult,
+    Report,
+    ShapeResult,
+    SubmissionSummary,
+    SuiteSummary,
+    Summary,
+)
+from grader.verdicts import Verdict
 
 EXAMPLE = REPO / "examples" / "triton"
+
+
+def _report(problems: list[ProblemResult]) -> Report:
+    return Report(
+        created_at=datetime(2026, 12, 1, tzinfo=UTC),
+        submission=SubmissionSummary(name="e", suite="demo", dsl="triton", bundle_sha256="a" * 64),
+        suite=SuiteSummary(id="demo", version="1", weights_version="w1"),
+        environment=Environment(grader_version="0", hardware="h200", device="cpu",
+                                is_performance=False, policy="triton", seed_commitment="0" * 64),
+        problems=problems, summary=Summary(problems=len(problems), shapes=1, verdicts={},
+                                           correct_shapes=0, passed_shapes=0,
+                                           correctness_rate=0, dsl_adoption_rate=0,
+                                           illusion_gap=0))
 
 
 def _grader(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -70,3 +94,94 @@ def test_bundle_check_of_a_kernel_that_does_not_parse_says_no_pass(tmp_path: Pat
     assert "0 blocking" not in res.stdout
     assert "refused all the same: 1 kernel file(s) would not import" in res.stdout
     assert "kernels/matmul.py:1: does not parse" in res.stderr
+
+
+# -- friction 6: failures shown where they are ---------------------------------------------
+
+SYNTAX = ('Traceback (most recent call last):\n  File "/grader/lib/grader_harness/entry.py", '
+          'line 140, in _import_entry\n  File "/grader/entry/kernel.py", line 4\n'
+          '    def kernel(x:\n              ^\nSyntaxError: \'(\' was never closed\n')
+RAISED = ('Traceback (most recent call last):\n  File "/grader/lib/grader_harness/entry.py", '
+          'line 70, in __call__\n    out = fn(*args)\n  File "/grader/entry/kernel.py", line 9, '
+          'in kernel\n    return _helper(x)\n  File "/grader/entry/kernel.py", line 5, in '
+          '_helper\n    raise ValueError("bad block size")\nValueError: bad block size\n')
+NO_KERNEL = ('Traceback (most recent call last):\n  File "/grader/lib/grader_harness/entry.py", '
+             'line 150, in _import_entry\nAttributeError: the kernel file defines no callable '
+             'kernel()\n')
+HUNG = ('Fatal Python error: ...\n\nThread 0x00007f (most recent call first):\n'
+        '  File "/grader/lib/grader_harness/warden.py", line 3 in wait\n\n'
+        'Current thread 0x00007e (most recent call first):\n'
+        '  File "/grader/entry/kernel.py", line 6 in spin\n'
+        '  File "/grader/entry/kernel.py", line 10 in kernel\n'
+        '  File "/grader/lib/grader_harness/entry.py", line 70 in __call__\n')
+
+
+def test_an_import_failure_says_what_failed() -> None:
+    from grader.judge.entry_import import import_failure
+
+    assert import_failure(NO_KERNEL).startswith("the kernel file defines no callable kernel()")
+    assert import_failure(SYNTAX) == "the kernel file does not parse at line 4 (SyntaxError)"
+    assert import_failure("...\nModuleNotFoundError: No module named 'x'") == (
+        "importing the kernel file failed (ModuleNotFoundError)")
+    # The entry's own exception class is its text: it stays in the excerpt.
+    assert import_failure("...\nStolenSecretError: x") == "importing the kernel file failed"
+    assert import_failure(None) == "importing the kernel file failed"
+    assert "no class ModelNew or Model" in import_failure(
+        "AttributeError: the file defines no class ModelNew or Model")
+
+
+def test_the_deepest_entry_frame_is_found_in_tracebacks_and_stack_dumps() -> None:
+    from grader.report.failures import entry_frame
+
+    name = "/grader/entry/kernel.py"
+    assert entry_frame(SYNTAX, name) == f"{name}:4"
+    assert entry_frame(RAISED, name) == f"{name}:5 (in _helper)"
+    assert entry_frame(HUNG, name) == f"{name}:6 (in spin)"  # innermost first in a dump
+    assert entry_frame(NO_KERNEL, name) is None
+    assert entry_frame(RAISED, "kernels/other.py") is None
+
+
+def _shape(sid: str, verdict: str, detail: str, excerpt: str | None) -> ShapeResult:
+    return ShapeResult(id=sid, phase="decode", smoke=True, params={"n": 1},
+                       verdict=Verdict(verdict), detail=detail, error_excerpt=excerpt)
+
+
+def test_the_terminal_shows_file_line_and_error_of_each_failure() -> None:
+    from grader.report.entry_paths import with_entry_paths
+    from grader.report.failures import failure_lines
+
+    shapes = [_shape("a", "runtime_error", "kernel() raised on seed 0001", RAISED),
+              _shape("b", "runtime_error", "kernel() raised on seed 0001", RAISED),
+              _shape("c", "passed", "correct", None)]
+    rep = _report([ProblemResult(id="vector_add", operator="add", verdict=Verdict.RUNTIME_ERROR,
+                                 kernel_file="kernels/vector_add.py", shapes=shapes),
+                   ProblemResult(id="rmsnorm", operator="norm", verdict=Verdict.PASSED,
+                                 kernel_file="kernels/rmsnorm.py",
+                                 shapes=[_shape("s", "passed", "correct", None)])])
+    lines = failure_lines(with_entry_paths(rep))
+    assert lines == ["  vector_add/a (and 1 more shape(s)): runtime_error: kernel() raised on "
+                     "seed 0001", "    at kernels/vector_add.py:5 (in _helper)",
+                     "    ValueError: bad block size"]
+    # One kernel file graded on its own: the texts and the lines name it as the user did.
+    lines = failure_lines(with_entry_paths(rep, shown_as="my_add.py"), shown_as="my_add.py")
+    assert lines[1] == "    at my_add.py:5 (in _helper)"
+
+
+def test_a_timeout_shows_where_the_entry_was() -> None:
+    from grader.report.failures import failure_lines
+
+    rep = _report([ProblemResult(id="vector_add", operator="add", verdict=Verdict.TIMEOUT,
+                                 kernel_file="/grader/entry/kernel.py",
+                                 shapes=[_shape("a", "timeout", "killed after 3 s", HUNG)])])
+    assert failure_lines(rep)[1:] == ["    at /grader/entry/kernel.py:6 (in spin) when it was "
+                                      "stopped"]
+
+
+def test_an_unknown_problem_has_a_hint() -> None:
+    from grader.run.grading import unknown_problem
+    from grader.suite.load import load_suite
+
+    err = unknown_problem("vector_ad", load_suite(PROBLEM_BUNDLES / "demo"))
+    assert err.exit_code == EXIT_CODES["UsageError"]
+    assert str(err) == ("--problem 'vector_ad' is not in suite demo\n  hint: did you mean "
+                        "'vector_add'? suite demo has vector_add, rmsnorm, matmul")

@@ -1,0 +1,70 @@
+"""Issue 34 against the real engine: what a participant grading one kernel file reads on the
+terminal (friction 6), and what --timeout counts and shows (friction 4)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.paths import REPO
+
+pytestmark = pytest.mark.docker
+
+ADD = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+       "def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+       "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+       "    mask = offs < n\n"
+       "    x = tl.load(x_ptr + offs, mask=mask)\n"
+       "    y = tl.load(y_ptr + offs, mask=mask)\n"
+       "    tl.store(out_ptr + offs, x + y, mask=mask)\n\n\n"
+       "def kernel(x, y):\n"
+       "    out = torch.empty_like(x)\n"
+       "    n = x.numel()\n"
+       "    _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
+       "    return out\n")
+
+
+def _run(kernel: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", "run", str(kernel), "--problem",
+                           "vector_add", "--suite", "demo", "-o", str(out), "--format", "json",
+                           *extra], capture_output=True, text=True, cwd=REPO, check=False,
+                          timeout=600)
+
+
+def test_failures_show_the_users_file_and_line(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A syntax error: its file:line on the terminal, the file as the user named it.
+    bad = tmp_path / "my_add.py"
+    bad.write_text(ADD.replace("def kernel(x, y):", "def kernel(x, y:"))
+    res = _run(bad, tmp_path / "syntax")
+    assert res.returncode == 0, res.stderr
+    assert "compile_error: the kernel file does not parse at line 15 (SyntaxError)" in res.stdout
+    assert f"at {bad}:15" in res.stdout
+    assert "kernels/vector_add.py" not in res.stdout
+    shape = json.loads((tmp_path / "syntax" / "report.json").read_text())["problems"][0][
+        "shapes"][0]
+    assert f'File "{bad}", line 15' in shape["error_excerpt"]
+
+    # No kernel(): said so, not "importing the kernel file failed".
+    bad.write_text(ADD.replace("def kernel(x, y):", "def kernal(x, y):"))
+    res = _run(bad, tmp_path / "nokernel")
+    assert "the kernel file defines no callable kernel()" in res.stdout, res.stdout
+
+    # An exception: the deepest frame in the entry's file, and the error's line.
+    bad.write_text(ADD.replace("    out = torch.empty_like(x)\n",
+                               "    out = torch.empty_like(x)\n    _check(n=x.numel())\n")
+                   + "\n\ndef _check(n):\n    raise ValueError(f'no block size for {n}')\n")
+    res = _run(bad, tmp_path / "raises")
+    assert "runtime_error" in res.stdout, res.stdout
+    assert f"at {bad}:24 (in _check)" in res.stdout
+    assert "ValueError: no block size for 4099" in res.stdout
+
+    # Wrong values: the worst elements with their indices, got and expected.
+    bad.write_text(ADD.replace("x + y, mask=mask", "x - y, mask=mask"))
+    res = _run(bad, tmp_path / "wrong")
+    assert "incorrect" in res.stdout and "; worst: output 0[" in res.stdout, res.stdout
+    rep = json.loads((tmp_path / "wrong" / "report.json").read_text())
+    assert "got " in rep["problems"][0]["shapes"][0]["detail"]
