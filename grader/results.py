@@ -38,6 +38,10 @@ class Timing(Model):
     iqr_us: float = Field(ge=0)
     cv: float = Field(ge=0)
     samples: int = Field(ge=1)
+    # The samples' mean and 10%-trimmed mean, beside the median that is scored: what a
+    # statistic that pays for work moved between calls would show (docs/benchmarks.md).
+    mean_us: float | None = Field(default=None, ge=0)
+    trimmed_mean_us: float | None = Field(default=None, ge=0)
     method: str  # e.g. "cuda-events"
     host_median_us: float | None = None  # with device-wide sync, host clock: shows hidden work
     loop_s: float | None = None  # wall time of the whole timed loop, as the harness saw it

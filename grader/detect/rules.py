@@ -194,10 +194,6 @@ RULES: dict[str, RuleInfo] = {
     "TM913": RuleInfo(title="faster than the roofline", severity=_T, layer=_D, description=(
         "The measured time is below the shape's roofline on the datasheet's peaks: physically "
         "impossible, so the measurement was tampered with.")),
-    "TM914": RuleInfo(title="replay signature", severity=_W, layer=_D, description=(
-        "An input set's first timed call was far slower than its later ones: the signature of "
-        "outputs cached under a fingerprint of the inputs and replayed (or of lazy one-time "
-        "work in a first call).")),
     "TM915": RuleInfo(title="timed device time no kernel explains", severity=_F, layer=_D,
         description=(
         "In the timed calls, a large part of the event-timed device time passed with no "

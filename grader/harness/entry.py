@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from .main import (
@@ -44,6 +44,8 @@ from .protocol import (
     INPUTS,
     OUTPUTS,
     READY_FILE,
+    RECIPE_DIR,
+    REFERENCE_FILE,
     RESULT_FILE,
     TRACED_FILE,
     case_file,
@@ -72,14 +74,14 @@ class _Caller:
 
             self.clock = Clock(recorder, job.get("l2_flush_bytes", 256 << 20))
 
-    def __call__(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str
-                 ) -> tuple[Any, float, float]:
+    def __call__(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str, *,
+                 copy: bool = True) -> tuple[Any, float, float]:
         if self.clock is not None:
-            return self.clock.call(fn, values, label)
+            return self.clock.call(fn, values, label, copy=copy)
         from .timing import _fresh
 
         with self.recorder.internal():
-            args = _fresh(values)
+            args = _fresh(values) if copy else values
         start = time.perf_counter()
         with self.recorder.call(label):
             out = fn(*args)
@@ -96,7 +98,7 @@ def run_entry(classes: list[str] | None = None) -> int:
 
     phase = Phases()
     device = _prepare(phase)
-    recorder = _install_recorder(Recorder(device), phase)
+    recorder = _install_recorder(Recorder(device, str(ENTRY)), phase)
     if recorder is None:
         return 4
     kernel = _import_entry(classes)
@@ -180,16 +182,26 @@ class _Job:
     call: _Caller
     recorder: Any
     phase: Phases
+    _recipe: list[Any] = field(default_factory=list)
 
     @property
     def device(self) -> str:
         return str(self.spec["device"])
 
     @property
-    def timing(self) -> dict[str, list[str]]:
-        """Per shape, the ids of its timing sets (none on a CPU)."""
-        timing: dict[str, list[str]] = self.spec.get("timing", {})
+    def timing(self) -> dict[str, dict[str, Any]]:
+        """Per shape, its timed loop's plan (run/timed.py; none on a CPU)."""
+        timing: dict[str, dict[str, Any]] = self.spec.get("timing", {})
         return timing
+
+    def recipe(self) -> Any:
+        """The problem's public input recipe, placed with the job (loaded once)."""
+        if not self._recipe:
+            from .fresh import load_recipe
+
+            with self.recorder.internal():
+                self._recipe.append(load_recipe(IN / RECIPE_DIR / REFERENCE_FILE))
+        return self._recipe[0]
 
 
 def _run_job(spec: dict[str, Any], kernel: Any, classes: list[str] | None, recorder: Any,
@@ -212,24 +224,23 @@ def _run_job(spec: dict[str, Any], kernel: Any, classes: list[str] | None, recor
 
 
 def _warm_up(job: _Job, case_ids: list[str]) -> dict[str, str]:
-    """One call per shape first, on a timing set: autotuning and compilation on a shape's
-    first call would otherwise drown the kernel's own device time (seen on the H200,
-    2026-11-29). Recorded like every call, judged on nothing: never on a correctness case's
-    inputs, where a fallback could compute once and replay. Returns the error per shape whose
-    warm-up failed."""
-    from . import tensors
+    """One call per shape first, on inputs of its own (drawn from the plan's warm seed):
+    autotuning and compilation on a shape's first call would otherwise drown the kernel's
+    own device time (seen on the H200, 2026-11-29). Recorded like every call, judged on
+    nothing: never on a correctness case's inputs, where a fallback could compute once and
+    replay. Returns the error per shape whose warm-up failed."""
+    from .fresh import make
 
     warm_errors: dict[str, str] = {}
     with job.phase("warm"):
-        for shape, warm_ids in job.timing.items():
-            if not warm_ids or not any(_shape_of(cid) == shape for cid in case_ids):
+        for shape, plan in job.timing.items():
+            if not any(_shape_of(cid) == shape for cid in case_ids):
                 continue
             try:
-                fn = _built(job.build, warm_ids[0], job.recorder)
+                fn = _built(job.build, plan["build"], job.recorder)
                 with job.recorder.internal():
-                    values = tuple(tensors.load(IN / case_file(warm_ids[0], INPUTS),
-                                                device=job.device))
-                job.call(fn, values, f"warm:{shape}")
+                    values = make(job.recipe(), int(plan["warm"]), job.device, plan["params"])
+                job.call(fn, values, f"warm:{shape}", copy=False)
             except Exception as exc:
                 warm_errors[shape] = _excerpt(exc)
     return warm_errors
@@ -283,9 +294,8 @@ def _timed_loops(job: _Job) -> tuple[dict[str, Any], dict[str, list[str]]]:
     labels: dict[str, list[str]] = {}
     timings: dict[str, Any] = {}
     with job.phase("timing"):
-        for shape, ids in job.timing.items():
-            timings[shape], labels[shape] = _time_shape(job.build, ids, job.spec, job.call,
-                                                        job.recorder)
+        for shape, plan in job.timing.items():
+            timings[shape], labels[shape] = _time_shape(job, shape, plan)
     return timings, labels
 
 
@@ -316,26 +326,28 @@ def _built(build: Callable[[str], Callable[..., Any]], cid: str, recorder: Any
         return build(cid)
 
 
-def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str], job: dict[str, Any],
-                call: _Caller, recorder: Any) -> tuple[dict[str, Any], list[str]]:
-    """Time what `build` gives on each of the shape's input sets (built before the loop), and
-    keep the outputs of each set's last call for the host to check."""
+def _time_shape(job: _Job, shape: str, plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Time the shape by its plan: every call on inputs drawn for it alone, every call's
+    outputs sampled alike right after it (fresh.sample) and all the samples kept on the
+    device to the loop's end, so that nothing the entry can observe (memory in use, say)
+    tells a checked call from another; then the checked calls' samples are saved for the
+    host."""
     from . import tensors
-    from .timing import time_kernel
+    from .fresh import sample, timed_loop
 
-    shape = _shape_of(ids[0])
+    taken: list[tuple[str | None, list[Any]]] = []
+
+    def keep(seed: int, cid: str | None, out: Any) -> None:
+        taken.append((cid, sample(_as_tuple(out), seed)))
+
     try:
-        fns = [_built(build, cid, recorder) for cid in ids]  # before the inputs exist
-        with recorder.internal():
-            sets = [tuple(tensors.load(IN / case_file(cid, INPUTS), device=job["device"]))
-                    for cid in ids]
-        raw, last, labels = time_kernel(call.clock, fns, sets, f"time:{shape}",
-                                        rse_target=job["rse_target"], budget_s=job["budget_s"])
-        with recorder.internal():
-            for k, out in last.items():
-                outs = _as_tuple(out)
-                _check_outputs(outs)
-                tensors.save(OUT / case_file(ids[k], OUTPUTS), outs)
+        fn = _built(job.build, plan["build"], job.recorder)  # before any input exists
+        raw, labels = timed_loop(job.call.clock, fn, job.recipe(), job.device, plan, job.spec,
+                                 f"time:{shape}", keep)
+        with job.recorder.internal():
+            for cid, samples in taken:
+                if cid is not None:
+                    tensors.save(OUT / case_file(cid, OUTPUTS), [t.cpu() for t in samples])
         return {"ok": True, **raw}, labels
     except Exception as exc:
         return {"ok": False, "error": _excerpt(exc)}, []

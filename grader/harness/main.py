@@ -39,10 +39,8 @@ Standard library, torch and triton only.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -50,6 +48,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .loading import as_tuple as _as_tuple
+from .loading import load_module as _load_module
 from .protocol import (
     CASES_FILE,
     CHANNEL_ENV,
@@ -61,6 +61,8 @@ from .protocol import (
     INPUTS,
     JOB_FILE,
     OUTPUTS,
+    PROBLEM_TOML,
+    RECIPE_FILE,
     REFERENCE_FILE,
     RESULT,
     RESULT_FILE,
@@ -171,18 +173,6 @@ def _write_json(name: str, data: dict[str, Any]) -> None:
     os.replace(tmp, OUT / name)
 
 
-def _load_module(path: Path, name: str) -> Any:
-    # Loaded by path, with its folder kept off sys.path: a `torch.py` beside the kernel
-    # shadows nothing.
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _wait_for(path: Path, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -243,14 +233,6 @@ def _shape_of(case_id: str) -> str:
     return case_id.rsplit(".", 1)[0]
 
 
-def _as_tuple(out: Any) -> tuple[Any, ...]:
-    if isinstance(out, dict):
-        # Atrex-Bench's references return {name: tensor} (issue 20): by name, so that an
-        # entry's dict in another order still lines up with the reference's.
-        return tuple(out[k] for k in sorted(out, key=str))
-    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-
 def _sync(device: str) -> None:
     import torch
 
@@ -258,18 +240,30 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _callables(job: dict[str, Any], entry: Any, classes: list[str] | None
-               ) -> Callable[[str], Callable[..., Any]]:
+def _callables(job: dict[str, Any], entry: Any, classes: list[str] | None, *,
+               share: bool = False) -> Callable[[str], Callable[..., Any]]:
     """Case id -> what to call: `entry` itself (a function), or for module problems the first
-    of `classes` in `entry` built with the case's arguments and seed (a fresh one per call)."""
+    of `classes` in `entry` built with the case's arguments and seed (a fresh one per call;
+    with `share`, one per arguments and seed: the reference's checked timed calls share
+    their shape's)."""
     spec = job.get("module")
     if spec is None or classes is None:
         return lambda _cid: entry
     from .modules import as_function, build_module, find_class
 
     cls = find_class(entry, classes)
-    return lambda cid: as_function(build_module(cls, spec[cid]["init"], spec[cid]["seed"],
-                                                job["device"]))
+    built: dict[str, Callable[..., Any]] = {}
+
+    def build(cid: str) -> Callable[..., Any]:
+        key = json.dumps([spec[cid]["init"], spec[cid]["seed"]], sort_keys=True, default=str)
+        if share and key in built:
+            return built[key]
+        fn = as_function(build_module(cls, spec[cid]["init"], spec[cid]["seed"], job["device"]))
+        if share:
+            built[key] = fn
+        return fn
+
+    return build
 
 
 def run_reference() -> int:
@@ -283,7 +277,9 @@ def run_reference() -> int:
     device = job["device"]
     module_problem = "module" in job
     build = _callables(job, ref if module_problem else ref.reference,
-                       ["Model"] if module_problem else None)
+                       ["Model"] if module_problem else None, share=True)
+    if job.get("timing"):
+        _pack_recipe()
     results = _reference_cases(ref, build, job, phase)
     if job.get("hold"):
         # Overlapped with the entry's container (run.batch.run_pair): the cases are written,
@@ -294,8 +290,8 @@ def run_reference() -> int:
             torch.cuda.empty_cache()
         _wait_for(IN / GO_FILE, HOLD_WAIT_S)
     with phase("timing"):
-        timings = {shape: _time_shape(build, ids, job, OUT)
-                   for shape, ids in job.get("timing", {}).items()}
+        timings = {shape: _time_shape(build, ref, plan, job)
+                   for shape, plan in job.get("timing", {}).items()}
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     _write_json(RESULT_FILE, {"cases": results, "timings": timings, "device_name": name,
                                 "phases_s": phase.seconds})
@@ -304,10 +300,12 @@ def run_reference() -> int:
 
 def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: dict[str, Any],
                      phase: Phases) -> dict[str, Any]:
-    """Each case's inputs (make_inputs) and expected outputs, written to OUT."""
+    """Each case's inputs (make_inputs) and expected outputs, written to OUT; a checked timed
+    call's ("sampled") expected samples only (fresh.sample), and no inputs."""
     import torch
 
     from . import tensors
+    from .fresh import sample
 
     device = job["device"]
     results: dict[str, Any] = {}
@@ -315,13 +313,16 @@ def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: 
         cid = case["id"]
         try:
             with phase("inputs"):
-                inputs = ref.make_inputs(case["seed"], device, **case["params"])
-                tensors.save(OUT / case_file(cid, INPUTS), _as_tuple(inputs))
+                inputs = _as_tuple(ref.make_inputs(case["seed"], device, **case["params"]))
+                if not case.get("sampled"):  # a checked timed call's are drawn where it runs
+                    tensors.save(OUT / case_file(cid, INPUTS), inputs)
             with phase("reference"):
                 call = build(cid)
                 with torch.no_grad():
                     expected = _as_tuple(call(*inputs))
                 _sync(device)
+                if case.get("sampled"):
+                    expected = tuple(t.cpu() for t in sample(expected, case["seed"]))
                 tensors.save(OUT / case_file(cid, EXPECTED), expected)
             results[cid] = {"ok": True}
         except Exception as exc:
@@ -344,20 +345,30 @@ def _jit_names(module: Any) -> list[str]:
     return sorted(set(names))
 
 
-def _time_shape(build: Callable[[str], Callable[..., Any]], ids: list[str],
-                job: dict[str, Any], inputs: Path) -> dict[str, Any]:
-    """The reference's timed loop (for the report's speed-up column) on the shape's sets; the
-    entry's is harness/entry.py's."""
-    from . import tensors
-    from .timing import Clock, time_kernel
+def _time_shape(build: Callable[[str], Callable[..., Any]], ref: Any, plan: dict[str, Any],
+                job: dict[str, Any]) -> dict[str, Any]:
+    """The reference's timed loop (for the report's speed-up column), on inputs drawn per
+    call as the entry's are (fresh.timed_loop); the entry's is harness/entry.py's."""
+    from .fresh import timed_loop
+    from .timing import Clock
 
     try:
-        calls = [build(cid) for cid in ids]
-        sets = [tuple(tensors.load(inputs / case_file(cid, INPUTS), device=job["device"]))
-                for cid in ids]
         clock = Clock(None, job["l2_flush_bytes"])
-        raw, _last, _labels = time_kernel(clock, calls, sets, "reference",
-                                          rse_target=job["rse_target"], budget_s=job["budget_s"])
+        raw, _labels = timed_loop(clock, build(plan["build"]), ref, job["device"], plan, job,
+                                  "reference")
         return {"ok": True, **raw}
     except Exception as exc:
         return {"ok": False, "error": _excerpt(exc)}
+
+
+def _pack_recipe() -> None:
+    """The problem's public files (all but problem.toml) as RECIPE_FILE in OUT: what the
+    host unpacks for the entry's harness to draw timed inputs with."""
+    import tarfile
+
+    tmp = OUT / f"{RECIPE_FILE}.part"
+    with tarfile.open(tmp, "w") as tar:
+        for path in sorted(PROBLEM.iterdir()):
+            if path.name != PROBLEM_TOML and path.is_file() and not path.is_symlink():
+                tar.add(path, arcname=path.name, recursive=False)
+    os.replace(tmp, OUT / RECIPE_FILE)

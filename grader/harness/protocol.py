@@ -43,6 +43,12 @@ RESULT_FILE = "result.json"  # the run's record (a frame under the warden)
 CASES_FILE = ".cases.json"  # a held reference's case results, before its timed loop
 GATE_FILE = ".standby.json"  # imported, waiting at the gate for START_FILE
 TRACED_FILE = ".traced.json"  # a held entry's traced calls are done, its timed loops wait
+# The problem's public files (reference.py and what it imports, never problem.toml), which
+# the reference packs for the entry's harness to draw each timed call's inputs with
+# (harness/fresh.py); the host unpacks them into the entry's IN as RECIPE_DIR.
+RECIPE_FILE = ".recipe.tar"
+RECIPE_DIR = "recipe"
+PROBLEM_TOML = "problem.toml"  # the problem's own file in PROBLEM: hidden parts, never packed
 # The case files: <case id>.<kind>. The reference writes inputs and expected outputs, the
 # entry its outputs; the host copies the inputs into the entry's IN.
 INPUTS, EXPECTED, OUTPUTS = "in", "ref", "out"

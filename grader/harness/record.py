@@ -53,6 +53,7 @@ class _Counts:
     def __init__(self) -> None:
         self.ops: Counter[str] = Counter()
         self.launches: Counter[str] = Counter()
+        self.foreign: Counter[str] = Counter()  # launches of Triton code not the entry's file's
         self.bad_args: Counter[str] = Counter()
         self.exports: Counter[str] = Counter()
         self.bf16: Counter[str] = Counter()  # interpreter ops on bf16 (trace.install_bf16_watch)
@@ -60,6 +61,7 @@ class _Counts:
     def as_trace(self, kernels: list[dict[str, Any]]) -> dict[str, Any]:
         return {"torch_ops": dict(sorted(self.ops.items())),
                 "triton_launches": dict(sorted(self.launches.items())),
+                "foreign_triton": dict(sorted(self.foreign.items())),
                 "device_kernels": kernels,
                 "launch_arg_types": dict(sorted(self.bad_args.items())),
                 "array_exports": dict(sorted(self.exports.items())),
@@ -71,8 +73,11 @@ class Recorder:
     argument types, tensor memory handed to other libraries, and on CUDA the device kernels,
     counted per call label, from `install` to the end of the process."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, own_file: str = "") -> None:
+        """`own_file`: the entry's kernel file; a Triton launch counts as the entry's own only
+        through a Triton function defined there (trace.defined_in)."""
         self.device = device
+        self.own_file = own_file
         self._label = OUTSIDE
         self._counts: dict[str, _Counts] = {}
         self._lock = threading.Lock()
@@ -91,7 +96,7 @@ class Recorder:
             self.device_calls = DeviceCalls()
             self.device_calls.start()
         install_triton_hooks(self._stack, self._on_launch, self._check_args, self._internal_wrap,
-                             cuda=self.device == "cuda")
+                             cuda=self.device == "cuda", own_file=self.own_file)
         if self.device != "cuda":  # Triton's CPU interpreter: its bf16 arithmetic is wrong
             from .trace import install_bf16_watch
 
@@ -138,10 +143,12 @@ class Recorder:
         with self._lock:
             counts.bf16[op[:40]] += 1
 
-    def _on_launch(self, name: str) -> None:
+    def _on_launch(self, name: str, own: bool) -> None:
         counts = self._counts_now()
         with self._lock:
             counts.launches[name] += 1
+            if not own:
+                counts.foreign[name] += 1
 
     def _check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         bad = [type(a).__name__[:60] for a in (*args, *kwargs.values())
@@ -196,6 +203,7 @@ class Recorder:
             if counts is not None:
                 total.ops.update(counts.ops)
                 total.launches.update(counts.launches)
+                total.foreign.update(counts.foreign)
                 total.bad_args.update(counts.bad_args)
                 total.exports.update(counts.exports)
             for k in self.device_calls.kernels(label) if self.device_calls is not None else []:

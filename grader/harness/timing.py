@@ -2,11 +2,11 @@
 evidence).
 
 Every call of an entry on a GPU goes through `Clock.call`, timed or not. Each gets fresh
-buffers (a copy of one of several pre-generated input sets, so no cache keyed by address
-pays), runs after the L2 was flushed by writing a buffer at least twice its size (as the
-device reports it), and is bracketed by CUDA events; a third event recorded after a
-device-wide synchronisation bounds the call including any work hidden on another stream,
-which shows up as a gap.
+buffers (a timed call's inputs are drawn for it alone, from a seed of its own, by
+harness/fresh.py: neither a cache keyed by address nor one keyed by value pays), runs after
+the L2 was flushed by writing a buffer at least twice its size (as the device reports it),
+and is bracketed by CUDA events; a third event recorded after a device-wide synchronisation
+bounds the call including any work hidden on another stream, which shows up as a gap.
 Sampling stops when the relative standard error of the mean falls below the bound, or when
 the time budget is spent.
 Standard library and torch only.
@@ -111,13 +111,18 @@ class Clock:
         self._spin = Spin()
         self._n = 0
 
-    def call(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str
-             ) -> tuple[Any, float, float]:
-        """`fn(*fresh copies of values)` under `label`: its output, the event-timed device µs,
-        and the µs until the whole device had settled."""
+    def internal(self) -> contextlib.AbstractContextManager[None]:
+        """The harness's own work between calls, left out of the entry's record."""
+        return self._rec.internal()
+
+    def call(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str, *,
+             copy: bool = True) -> tuple[Any, float, float]:
+        """`fn(*values)` under `label` (on fresh copies of them unless `copy` is False: inputs
+        made for this call alone): its output, the event-timed device µs, and the µs until the
+        whole device had settled."""
         rec = self._rec
         with rec.internal():
-            args = _fresh(values)
+            args = _fresh(values) if copy else values
             torch.cuda.synchronize()
             # The flush (a write over twice the L2) is queued just before the start event, so
             # the GPU is still busy with it while Python launches the kernel.
@@ -150,42 +155,70 @@ class Clock:
                 self._start.elapsed_time(self._settled) * 1000.0)
 
 
-def time_kernel(clock: Clock, calls: list[Callable[..., Any]], sets: list[tuple[Any, ...]],
-                label: str, *, rse_target: float = 0.01, min_samples: int = 10,
-                max_samples: int = 500, budget_s: float = 10.0
-                ) -> tuple[dict[str, Any], dict[int, Any], list[str]]:
-    """The raw samples, per input set the output of its last timed call, and the labels the
-    calls were recorded under (`label#i`). `calls`: one callable per input set (module
-    problems build one per set)."""
+Draw = Callable[[int], tuple[Callable[..., Any], tuple[Any, ...], bool]]
+
+
+def time_kernel(clock: Clock, draw: Draw, label: str, *,
+                keep: Callable[[int, Any], None] | None = None, closing: bool = False,
+                rse_target: float = 0.01, min_samples: int = 10, max_samples: int = 500,
+                budget_s: float = 10.0) -> tuple[dict[str, Any], list[str]]:
+    """The raw samples and the labels the calls were recorded under (`label#i`).
+
+    `draw(i)`: what call i runs, made for it: (what to call, its inputs, whether the clock
+    must copy them first). `closing`: once sampling stops, one more timed call, `draw(-1)`,
+    whose sample counts like the others (the grader checks it: harness/fresh.py).
+    `keep(i, outputs)`: what the caller keeps of call i's outputs, run as the harness's own
+    work right after the call (i = -1 for the closing call)."""
     device_us: list[float] = []
     host_us: list[float] = []
     labels: list[str] = []
-    last: dict[int, Any] = {}
     began = time.perf_counter()
-    i = 0
-    while True:
-        k = i % len(sets)
-        labels.append(f"{label}#{i}")
-        out, dev, host = clock.call(calls[k], sets[k], labels[-1])
+
+    def one(i: int) -> None:
+        with clock.internal():
+            fn, values, copy = draw(i)
+        labels.append(f"{label}#{len(labels)}")
+        out, dev, host = clock.call(fn, values, labels[-1], copy=copy)
+        del values
         device_us.append(dev)
         host_us.append(host)
-        last[k] = out
+        if keep is not None:
+            with clock.internal():
+                keep(i, out)
+
+    i = 0
+    while True:
+        one(i)
         i += 1
         if i >= max_samples or (i >= min_samples and _rse(device_us) < rse_target):
             break
         if time.perf_counter() - began > budget_s and i >= min(min_samples, 3):
             break
+    if closing:
+        one(-1)
     return {"device_us": device_us, "host_us": host_us, "method": "cuda-events",
-            "loop_s": time.perf_counter() - began, "flush_bytes": clock.flush_bytes}, last, labels
+            "loop_s": time.perf_counter() - began, "flush_bytes": clock.flush_bytes}, labels
 
 
 def time_bare(kernel: Callable[..., Any] | list[Callable[..., Any]],
               sets: list[tuple[Any, ...]], *, l2_flush_bytes: int, recorder: Any | None = None,
               **knobs: Any) -> tuple[dict[str, Any], dict[int, Any]]:
-    """The grader's timed loop outside any container (bench/: fidelity, baselines, clocks).
-    `recorder`: an installed record.Recorder to time with the entry's instruments on, as the
-    grader does; None times with none."""
+    """The grader's timed loop outside any container (bench/: fidelity, baselines, clocks),
+    cycling through `sets` (fresh copies each call), with their last outputs. `recorder`: an
+    installed record.Recorder to time with the entry's instruments on, as the grader does;
+    None times with none."""
     calls = kernel if isinstance(kernel, list) else [kernel] * len(sets)
-    raw, last, _labels = time_kernel(Clock(recorder, l2_flush_bytes), calls, sets, "bare",
-                                     **knobs)
+    last: dict[int, Any] = {}
+    count = [0]
+
+    def draw(_i: int) -> tuple[Callable[..., Any], tuple[Any, ...], bool]:
+        k = count[0] % len(sets)
+        return calls[k], sets[k], True
+
+    def keep(_i: int, out: Any) -> None:
+        last[count[0] % len(sets)] = out
+        count[0] += 1
+
+    raw, _labels = time_kernel(Clock(recorder, l2_flush_bytes), draw, "bare", keep=keep,
+                               **knobs)
     return raw, last

@@ -41,21 +41,38 @@ def patch(stack: contextlib.ExitStack, owner: type, name: str, make: Wrap) -> No
         stack.callback(delattr, owner, name)
 
 
-def install_triton_hooks(stack: contextlib.ExitStack, on_launch: Callable[[str], None],
+def defined_in(jit: Any, own_file: str) -> bool:
+    """Whether the Triton function `jit` (a JITFunction or InterpretedFunction) was defined in
+    `own_file`: its Python function's source file, as the interpreter compiled it."""
+    code = getattr(getattr(jit, "fn", None), "__code__", None)
+    return getattr(code, "co_filename", None) == own_file
+
+
+def install_triton_hooks(stack: contextlib.ExitStack, on_launch: Callable[[str, bool], None],
                          check_args: Callable[[tuple[Any, ...], dict[str, Any]], None],
-                         internal: Wrap, *, cuda: bool) -> None:
-    """`on_launch(name)` for every real launch, `check_args(args, kwargs)` for every launch's
-    arguments, and `internal` around Triton's own torch work."""
+                         internal: Wrap, *, cuda: bool, own_file: str) -> None:
+    """`on_launch(name, own)` for every real launch, `own` when it came through a Triton
+    function defined in `own_file` (the entry's file: issue 31, a kernel an installed library
+    or a compiler generated is not the entry's work, whatever its name); `check_args(args,
+    kwargs)` for every launch's arguments, and `internal` around Triton's own torch work."""
+    import threading
+
     import triton
     from triton import knobs
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
+    # The Triton function whose run() is on this thread's stack (None: a launch that came
+    # through none, as generated code's launchers do).
+    launching = threading.local()
+
     def on_compiled_launch(metadata: Any) -> None:
         # The raw dict: LazyDict.get() would run the entry's launch_metadata callback.
         data = getattr(metadata, "data", None)
         name = data.get("name") if isinstance(data, dict) else None
-        on_launch(str(name) if name else "<unnamed>")
+        jit = getattr(launching, "jit", None)
+        on_launch(str(name) if name else "<unnamed>",
+                  jit is not None and defined_in(jit, own_file))
 
     # Compiled kernels (CUDA): Triton's own launch hook, called by the launcher right before
     # each real launch, whatever wrapper led there (autotune, heuristics, CompiledKernel[grid]),
@@ -80,7 +97,12 @@ def install_triton_hooks(stack: contextlib.ExitStack, on_launch: Callable[[str],
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 check_args(args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
-            return original(self, *args, **kwargs)
+            outer = getattr(launching, "jit", None)
+            launching.jit = self
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                launching.jit = outer
 
         return run
 
@@ -92,7 +114,7 @@ def install_triton_hooks(stack: contextlib.ExitStack, on_launch: Callable[[str],
         @functools.wraps(original)
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
-                on_launch(getattr(self.fn, "__name__", "<unnamed>"))
+                on_launch(getattr(self.fn, "__name__", "<unnamed>"), defined_in(self, own_file))
                 check_args(args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
             return original(self, *args, **kwargs)
 

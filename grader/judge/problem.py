@@ -7,6 +7,7 @@ are compared with the reference's by the host (compare.py).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +22,7 @@ from grader.judge.timing import judge_timing
 from grader.results import Comparison, KernelTime, ShapeResult, Timing, Trace
 from grader.run.evidence import OutDir, ResultFile, TraceRecord
 from grader.run.jobs import Case, ContainerRun
+from grader.run.timed import TimedPlan
 from grader.verdicts import Verdict, worst
 
 EXCERPT = 2000
@@ -183,20 +185,35 @@ def _dynamic(result: ResultFile, shape: str, records: list[TraceRecord], element
 def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                   reference: ContainerRun, entry: ContainerRun, static: list[Finding],
                   own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int,
-                  interpreter: bool = False, source: str = "") -> list[ShapeResult]:
+                  interpreter: bool = False, source: str = "",
+                  plans: Mapping[str, TimedPlan] | None = None) -> list[ShapeResult]:
     """Each shape's result. `interpreter`: the entry ran on Triton's CPU interpreter, whose
     limits make a case `unverified` rather than a runtime error (judge/interpreter.py);
-    `source`: the entry's kernel file."""
+    `source`: the entry's kernel file; `plans`: each timed shape's plan as the entry got it
+    (run/timed.py), which says which of its timed calls are checked."""
     problem_findings = _anomaly_findings(entry.out)
     whole = _whole_run(shapes, entry, problem_findings)
     if whole is not None:
         return whole
     j = _Judging(problem=problem, reference=reference, entry=entry, static=static,
-                 own_kernels=own_kernels, tracer=tracer, max_output_bytes=max_output_bytes,
+                 own_kernels=own_kernels - _foreign(entry), tracer=tracer,
+                 max_output_bytes=max_output_bytes,
                  interpreter=interpreter, source=source, findings=problem_findings,
-                 logs=tail(entry.exit.logs))
+                 logs=tail(entry.exit.logs), plans=dict(plans or {}))
     return [_judge_shape(j, shape, [c for c in cases if c.shape.id == shape.id])
             for shape in shapes]
+
+
+def _foreign(entry: ContainerRun) -> set[str]:
+    """Names of Triton kernels the entry's run launched through Triton code not defined in
+    its own file (a library's, a compiler's): never its own work, even under a name its
+    source defines too (issue 31)."""
+    result = entry.out.result
+    if result is None:
+        return set()
+    records = [result.outside, *(c.trace for c in result.cases.values()),
+               *(t.trace for t in result.timings.values())]
+    return {name for r in records if r is not None for name in r.foreign_triton}
 
 
 def _whole_run(shapes: list[Shape], entry: ContainerRun, findings: list[Finding]
@@ -232,6 +249,7 @@ class _Judging:
     source: str
     findings: list[Finding]  # the output folder's and channel's (warnings by now)
     logs: str | None
+    plans: dict[str, TimedPlan]
 
     @property
     def result(self) -> ResultFile:
@@ -331,21 +349,31 @@ def _judge_case(j: _Judging, case: Case, st: _Shape) -> None:
 
 def _judge_timed(j: _Judging, shape: Shape, timed: list[Case], st: _Shape
                  ) -> tuple[Timing | None, list[Finding]]:
-    """The shape's timed loop: its timing and findings, and the outputs of its last calls,
-    which must be correct too."""
-    timing, findings, error = judge_timing(j.entry, shape, len(timed))
+    """The shape's timed loop: its timing and findings, and its checked calls, whose outputs'
+    samples must match the reference's on the same fresh inputs. A wrong or missing one is
+    `incorrect`: the entry's output was wrong on a hidden input, and a time it did not earn
+    is never a score (docs/detection.md, "Fresh inputs")."""
+    timing, findings, error = judge_timing(j.entry, shape)
     if error is not None:
         st.add(Verdict.RUNTIME_ERROR, "the timed loop failed", tail(error))
-    for case in timed:
+    plan = j.plans.get(shape.id)
+    if timing is None or plan is None:
+        return timing, findings
+    by_id = {c.id: c for c in timed}
+    checked = [by_id[cid] for cid in plan.checked(timing.samples) if cid in by_id]
+    for n, case in enumerate(checked):
         expected, actual = j.expected(case), j.actual(case)
-        if timing is None or isinstance(expected, str):
-            continue
-        if isinstance(actual, str) or not compare(expected, actual, j.problem).ok:
-            st.add(Verdict.INCORRECT,
-                   f"the output of a timed call ({case.id}) is wrong or missing")
+        if isinstance(expected, str):
+            st.add(Verdict.INFRA_ERROR, f"reference: {expected}")
+            return timing, findings
+        outcome = None if isinstance(actual, str) else compare(expected, actual, j.problem)
+        if outcome is None or not outcome.ok:
+            which = "the last" if n == len(checked) - 1 else f"a checked ({case.id})"
+            why = actual if isinstance(actual, str) else outcome.detail if outcome else ""
+            st.add(Verdict.INCORRECT, f"{which} timed call's output is wrong or missing, "
+                                      f"one of {len(checked)} checked: {why}"[:600])
+            break
     return timing, findings
-
-
 def _decide(st: _Shape, findings: list[Finding], checked: int) -> Verdict:
     """The shape's verdict: the worst of its cases', then the findings'. Findings decide
     once the entry ran to the end: a policy violation or tampering whatever its outputs were,

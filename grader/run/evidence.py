@@ -81,6 +81,8 @@ class KernelRecord(_Model):
 class TraceRecord(_Model):
     torch_ops: dict[str, int] = Field(default_factory=dict, max_length=5000)
     triton_launches: dict[str, int] = Field(default_factory=dict, max_length=5000)
+    # Launches that came through no Triton function of the entry's own file (record.py).
+    foreign_triton: dict[str, int] = Field(default_factory=dict, max_length=5000)
     device_kernels: list[KernelRecord] = Field(default_factory=list, max_length=20000)
     # Type names of Triton launch arguments that were not plain tensors, scalars or Triton's
     # own types, and tensor methods that handed memory to another array library (record.py).

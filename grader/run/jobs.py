@@ -5,9 +5,11 @@ them).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,10 +28,13 @@ from grader.harness.protocol import (
     LOG_BYTES_ENV,
     OUT,
     PROBLEM,
+    RECIPE_DIR,
+    RECIPE_FILE,
     STANDBY_ENV,
     STDOUT_BYTES,
     case_file,
 )
+from grader.run import timed
 from grader.run.channel import Frames
 from grader.run.evidence import OutDir
 from grader.sandbox.capped import private_dir, resize
@@ -43,7 +48,9 @@ class Case:
     id: str  # "<shape>.<k>": a safe file name
     shape: Shape
     seed: int
-    timing: bool = False  # an input set for the timed loop, not for the correctness calls
+    # A checked call of the timed loop (run/timed.py), not a correctness call: its inputs are
+    # drawn where it runs and its outputs compared by their samples (harness/fresh.py).
+    timing: bool = False
     # Module problems: the seed both containers build the case's module under. Derived from
     # the run's secret and the case seed, never equal to it (worker.derive_module_seed).
     module_seed: int = 0
@@ -51,7 +58,10 @@ class Case:
 
 @dataclass(frozen=True, kw_only=True)
 class TimingKnobs:
-    sets_per_shape: int = 3
+    # Timed calls per shape: at least min_samples (unless the budget ends the loop first), at
+    # most max_samples, each on inputs of its own (run/timed.py plans them).
+    min_samples: int = 10
+    max_samples: int = 500
     # The least L2 flush; the harness writes twice the device's own L2 where that is larger.
     l2_flush_bytes: int = 256 << 20
     rse_target: float = 0.01
@@ -60,6 +70,10 @@ class TimingKnobs:
     # references spent it whole (attention_prefill's: 24 s of a 61 s problem on the H200,
     # 2026-12-01).
     reference_budget_s: float = 1.0
+
+    @property
+    def checked_per_shape(self) -> int:
+        return timed.checked_count(self.min_samples, self.max_samples)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,14 +122,20 @@ def write_job(in_dir: Path, job: dict[str, object]) -> None:
     place(in_dir, JOB_FILE, job)
 
 
-def entry_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *, hold: bool = False
-              ) -> dict[str, object]:
-    """`hold`: its timed loops wait for the host's go (protocol.GO_FILE), after its traced
-    calls."""
-    job = timing_job(sb, cases, reference=False, hold=hold)
+def entry_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
+              order_key: bytes = b"", hold: bool = False) -> dict[str, object]:
+    """`order_key`: the entry's own (run/timed.py); `hold`: its timed loops wait for the
+    host's go (protocol.GO_FILE), after its traced calls."""
+    job = timing_job(sb, cases, order_key=order_key, hold=hold)
     job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
-    job.update(module_job(problem, cases))
+    job.update(module_job(problem, [c for c in cases if not c.timing or _builds(c, cases)]))
     return job
+
+
+def _builds(case: Case, cases: list[Case]) -> bool:
+    """Whether `case` is the first checked case of its shape: the one whose module a timed
+    loop builds (every checked case of a shape shares its module seed)."""
+    return case is next(c for c in cases if c.timing and c.shape.id == case.shape.id)
 
 
 def module_job(problem: Problem | None, cases: list[Case]) -> dict[str, object]:
@@ -134,19 +154,42 @@ def entry_args(problem: Problem | None) -> tuple[str, ...]:
     return problem.entry_names()
 
 
-def timing_job(sb: WorkerSetup, cases: list[Case], *, reference: bool, hold: bool = False
-               ) -> dict[str, object]:
-    """The timed loop's part of a job: input sets per shape and the knobs (none on a CPU);
+def timed_cases(cases: list[Case]) -> dict[str, list[Case]]:
+    """Each shape's checked timed cases, in order."""
+    out: dict[str, list[Case]] = {}
+    for c in cases:
+        if c.timing:
+            out.setdefault(c.shape.id, []).append(c)
+    return out
+
+
+def timed_plan(knobs: TimingKnobs, checked: list[Case], order_key: bytes) -> timed.TimedPlan:
+    return timed.plan([(c.id, c.seed) for c in checked], order_key,
+                      min_samples=knobs.min_samples, max_samples=knobs.max_samples)
+
+
+def timing_job(sb: WorkerSetup, cases: list[Case], *, order_key: bytes | None = None,
+               hold: bool = False) -> dict[str, object]:
+    """The timed loop's part of a job (none on a CPU): per shape its plan, drawn for the
+    entry's `order_key` (None: the reference's own loop, on seeds no entry is checked on);
     `hold`: the loop waits for the host's go."""
     job: dict[str, object] = {"hold": True} if hold else {}
-    if sb.timing is not None:
-        timing: dict[str, list[str]] = {}
-        for c in cases:
-            if c.timing:
-                timing.setdefault(c.shape.id, []).append(c.id)
-        job.update(timing=timing, l2_flush_bytes=sb.timing.l2_flush_bytes,
-                   rse_target=sb.timing.rse_target,
-                   budget_s=sb.timing.reference_budget_s if reference else sb.timing.budget_s)
+    knobs = sb.timing
+    if knobs is None:
+        return job
+    timing: dict[str, dict[str, object]] = {}
+    for shape, checked in timed_cases(cases).items():
+        spec: dict[str, object] = {"params": checked[0].shape.params, "build": checked[0].id}
+        if order_key is None:
+            spec["calls"] = [[seed, None] for seed in timed.reference_calls(
+                [(c.id, c.seed) for c in checked], knobs.max_samples)]
+        else:
+            spec.update(timed_plan(knobs, checked, order_key).as_job())
+        timing[shape] = spec
+    job.update(timing=timing, l2_flush_bytes=knobs.l2_flush_bytes,
+               rse_target=knobs.rse_target, min_samples=knobs.min_samples,
+               max_samples=knobs.max_samples,
+               budget_s=knobs.reference_budget_s if order_key is None else knobs.budget_s)
     return job
 
 
@@ -176,9 +219,10 @@ def container_spec(sb: WorkerSetup, image: str, role: Role, binds: list[Bind], l
 def reference_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
                   hold: bool = False) -> dict[str, object]:
     """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases."""
-    job = timing_job(sb, cases, reference=True, hold=hold)
+    job = timing_job(sb, cases, hold=hold)
     job.update(device=sb.device, cases=[
-        {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases])
+        {"id": c.id, "params": c.shape.params, "seed": c.seed, "sampled": c.timing}
+        for c in cases])
     job.update(module_job(problem, cases))
     return job
 
@@ -197,7 +241,7 @@ def entry_spec(sb: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limits:
 
 
 CODE = ".code"  # in the entry's input folder: its kernel file, bound at protocol.ENTRY
-SLACK = 1 << 20  # the input folder's room beyond its files: the job, start and go files
+SLACK = 4 << 20  # the input folder's room beyond its files: the job (its timed plans), start, go
 
 
 @contextmanager
@@ -216,16 +260,54 @@ def entry_in(kernel_file: Path) -> Iterator[Path]:
         yield path
 
 
+def order_key(kernel_file: Path) -> bytes:
+    """The entry's own order of its shapes' seeds (run/timed.py): its kernel file's digest.
+    Secret only with the run's seeds, which it is mixed with."""
+    return hashlib.sha256(kernel_file.read_bytes()).digest()
+
+
+def timed_plans(knobs: TimingKnobs | None, cases: list[Case], kernel_file: Path
+                ) -> dict[str, timed.TimedPlan]:
+    """Each timed shape's plan as the entry with `kernel_file` gets it (for the judge)."""
+    if knobs is None:
+        return {}
+    key = order_key(kernel_file)
+    return {shape: timed_plan(knobs, checked, key)
+            for shape, checked in timed_cases(cases).items()}
+
+
 def deliver(sb: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out: Path,
             in_dir: Path, *, hold: bool = False) -> None:
     """The entry's inputs and job (entry_job), placed once it has been imported: copied from
-    the reference's folder into the entry's own tmpfs, grown to hold them first."""
-    sources = [ref_out / case_file(c.id, INPUTS) for c in cases]
+    the reference's folder into the entry's own tmpfs, grown to hold them first; with timed
+    loops, the problem's public recipe too (the reference's RECIPE_FILE, unpacked)."""
+    sources = [ref_out / case_file(c.id, INPUTS) for c in cases if not c.timing]
     sources = [src for src in sources if src.is_file()]
+    recipe = ref_out / RECIPE_FILE
+    recipe_bytes = recipe.stat().st_size if sb.timing is not None and recipe.is_file() else 0
     held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
-    resize(in_dir, held + sum(src.stat().st_size for src in sources) + SLACK)
+    resize(in_dir, held + recipe_bytes + sum(src.stat().st_size for src in sources) + SLACK)
     for src in sources:
         dst = in_dir / src.name
         tensors.copy_file(src, dst)
         os.chmod(dst, 0o644)
-    write_job(in_dir, entry_job(sb, cases, problem, hold=hold))
+    if recipe_bytes:
+        _unpack_recipe(recipe, in_dir / RECIPE_DIR)
+    write_job(in_dir, entry_job(sb, cases, problem,
+                                   order_key=order_key(in_dir / CODE / KERNEL_FILE), hold=hold))
+
+
+def _unpack_recipe(tar_path: Path, dest: Path) -> None:
+    """The reference's pack of the problem's public files, member by member: regular files
+    with plain names only (it comes from the trusted reference; checked all the same)."""
+    dest.mkdir(mode=0o755)
+    with tarfile.open(tar_path) as tar:
+        for member in tar.getmembers():
+            name = member.name
+            if not member.isfile() or "/" in name or name.startswith(".") or not name:
+                continue
+            src = tar.extractfile(member)
+            assert src is not None  # a regular file's
+            with src, open(dest / name, "wb") as out:
+                shutil.copyfileobj(src, out)
+            os.chmod(dest / name, 0o644)

@@ -35,6 +35,9 @@ MIB = 1 << 20
 REFERENCE_SLACK = 64 * MIB  # JSON, headers, module problems' state
 ENTRY_SLACK = 16 * MIB  # ready.json and result.json (capped at 4 MiB each by evidence.py)
 PER_CASE_SLACK = 64 << 10  # a tensor file's header and alignment
+# A checked timed call's file: its outputs' samples (harness/fresh.py: SAMPLE elements and the
+# shape of each output), headers included.
+TIMED_CASE_SLACK = 256 << 10
 
 
 def shape_bytes(problem: Problem, shape: Shape) -> int:
@@ -87,15 +90,16 @@ def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[s
 
 
 def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
-                            cases_per_shape: dict[str, int]) -> Limits:
+                            cases_per_shape: dict[str, int], timed: int = 0) -> Limits:
     """The entry's limits for a batch before the reference has run (run.batch.run_pair):
     from the problem's count of bytes, inputs and outputs together, so that an honest entry
-    fits; a little looser than entry_limits, still bounded by the problem's own size."""
+    fits; a little looser than entry_limits, still bounded by the problem's own size.
+    `cases_per_shape`: the correctness cases; `timed`: the batch's checked timed calls."""
     counted = counted_bytes(problem, shapes, cases_per_shape)
     largest = max((shape_bytes(problem, s) for s in shapes), default=0)
     output = max(base.output_bytes,
-                 counted + ENTRY_SLACK + PER_CASE_SLACK * sum(cases_per_shape.get(s.id, 0)
-                                                             for s in shapes))
+                 counted + ENTRY_SLACK + TIMED_CASE_SLACK * timed
+                 + PER_CASE_SLACK * sum(cases_per_shape.get(s.id, 0) for s in shapes))
     return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output + 2 * largest)
 
 

@@ -55,7 +55,7 @@ from grader.run.batch import (
 )
 from grader.run.checkpoint import Finished
 from grader.run.config import RunConfig
-from grader.run.jobs import Case, ContainerRun, WorkerSetup
+from grader.run.jobs import Case, ContainerRun, WorkerSetup, timed_plans
 from grader.run.phases import add, harness_phases
 from grader.sandbox.spec import Limits
 from grader.suite.load import ProblemBundle, Suite
@@ -277,14 +277,19 @@ class Worker:
         cases = [Case(id=f"{s.id}.{k}", shape=s,
                       seed=derive_seed(ctx.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
-        if self.sb.timing is not None:  # distinct input sets for the timed loop, checked too
+        if self.sb.timing is not None:  # the timed loops' checked calls (run/timed.py)
             cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
                            seed=derive_seed(ctx.secret, bundle.id, s.id, 1000 + k))
-                      for s in shapes for k in range(self.sb.timing.sets_per_shape)]
+                      for s in shapes for k in range(self.sb.timing.checked_per_shape)]
         if bundle.problem.interface == "module":
-            cases = [replace(c, module_seed=derive_module_seed(ctx.secret, c.seed))
-                     for c in cases]
-        per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
+            # A timed loop builds one module for its shape: its checked calls share its seed.
+            first = {c.shape.id: c.seed for c in reversed(cases) if c.timing}
+            cases = [replace(c, module_seed=derive_module_seed(
+                ctx.secret, first[c.shape.id] if c.timing else c.seed)) for c in cases]
+        # What moves as files: the correctness cases' inputs and outputs (a checked timed
+        # call's inputs are drawn where it runs, and only its outputs' samples travel).
+        per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id and not c.timing)
+                     for s in shapes}
         parts = batching.batches(bundle.problem, shapes, per_shape, ctx.cfg.batch_bytes)
         return Planned(bundle=bundle, kernel=kernel, rel=rel, source=source,
                        static=static, image=image.tag, image_id=image.id, cases=cases,
@@ -302,8 +307,9 @@ class Worker:
                 plan.batches[k] = Batch(
                     image=plan.image, kernel_file=plan.kernel, cases=plan.part_cases(k),
                     ref_limits=self._reference_limits(plan, k), problem=problem,
-                    entry_limits=batching.entry_limits_from_count(cfg.entry_limits, problem,
-                                                                  shapes, plan.per_shape))
+                    entry_limits=batching.entry_limits_from_count(
+                        cfg.entry_limits, problem, shapes, plan.per_shape,
+                        timed=sum(1 for c in plan.part_cases(k) if c.timing)))
         return plan.batches[k]
 
     def _reference_limits(self, plan: Planned, k: int) -> Limits:
@@ -430,7 +436,8 @@ class Worker:
                                 reference=ref, entry=entry, static=plan.static,
                                 own_kernels=ctx.detector.own_kernels(plan.source),
                                 tracer=ctx.detector, max_output_bytes=limits.output_bytes,
-                                interpreter=self.sb.device == "cpu", source=plan.source)
+                                interpreter=self.sb.device == "cpu", source=plan.source,
+                                plans=timed_plans(self.sb.timing, cases, plan.kernel))
         add(plan.phases, {"judge": time.monotonic() - t0})  # the host's own comparing
         return results, entry.exit.logs
 

@@ -47,7 +47,7 @@ from grader.run.batch import (
     run_pair,
 )
 from grader.run.channel import read_frames
-from grader.run.jobs import CODE, Case, ContainerRun, TimingKnobs, WorkerSetup
+from grader.run.jobs import CODE, Case, ContainerRun, TimingKnobs, WorkerSetup, timed_plans
 from grader.sandbox import capped
 from grader.sandbox.engine import Container, ContainerEngine
 from grader.sandbox.spec import Limits, Role
@@ -77,9 +77,12 @@ def _engine(ref: Script | None = None, ent: Script | list[Script] | None = None,
     return FakeEngine({Role.REFERENCE: [ref or reference()], Role.ENTRY: ents}, **kw)
 
 
+TIMED = TimingKnobs(min_samples=4, max_samples=8)
+
+
 def _sandbox(engine: FakeEngine, *, timed: bool = False) -> WorkerSetup:
     return WorkerSetup(engine=engine, session="unit", python=PYTHON, device="cpu",
-                   timing=TimingKnobs(sets_per_shape=2) if timed else None)
+                   timing=TIMED if timed else None)
 
 
 def _cases(sb: WorkerSetup, shapes: list[Shape], seeds: int = 2) -> list[Case]:
@@ -87,7 +90,7 @@ def _cases(sb: WorkerSetup, shapes: list[Shape], seeds: int = 2) -> list[Case]:
              for n, s in enumerate(shapes) for k in range(seeds)]
     if sb.timing is not None:
         cases += [Case(id=f"{s.id}.t{k}", shape=s, seed=1000 + 100 * n + k, timing=True)
-                  for n, s in enumerate(shapes) for k in range(sb.timing.sets_per_shape)]
+                  for n, s in enumerate(shapes) for k in range(sb.timing.checked_per_shape)]
     return cases
 
 
@@ -111,7 +114,8 @@ def _judge(problem: Problem, batch: Batch, reference_run: ContainerRun, entry_ru
     return judge_problem(problem=problem, shapes=shapes, cases=batch.cases,
                          reference=reference_run, entry=entry_run, static=[],
                          own_kernels={KERNEL}, tracer=Detector(policy=load_policy("triton")),
-                         max_output_bytes=limits.output_bytes)
+                         max_output_bytes=limits.output_bytes,
+                         plans=timed_plans(TIMED, batch.cases, batch.kernel_file))
 
 
 def _pair(sb: WorkerSetup, batch: Batch, problem: Problem, **kw: Any

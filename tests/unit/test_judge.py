@@ -10,7 +10,6 @@ import torch
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
 from grader.judge.problem import judge_problem
-from grader.judge.timing import replay_signature
 from grader.results import Trace
 from grader.run.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
 from grader.run.jobs import Case, ContainerRun
@@ -113,41 +112,6 @@ def test_timing_is_summarised_and_cross_checked(tmp_path: Path) -> None:
     # result the host cannot read is tampering.
     with pytest.raises(ValueError):
         TimingRecord(ok=True, device_us=[float("nan"), 3.0], method="cuda-events")
-
-
-def test_wrong_output_of_a_timed_call_is_incorrect(tmp_path: Path) -> None:
-    rec = TimingRecord(ok=True, device_us=[10.0, 11.0], method="cuda-events")
-    cases, ref, ent = _runs(tmp_path, torch.arange(8.0) * 2, timing=rec, timed=True)
-    tensors.save(tmp_path / "s.t0.out", [torch.zeros(8)])
-    assert _judge(cases, ref, ent) == Verdict.INCORRECT
-
-
-def test_replay_signature() -> None:
-    # Two input sets, each computed on its first timed call and replayed after; the set with
-    # the larger ratio is named.
-    replay = [800.0, 900.0] + [40.0, 41.0] * 6
-    assert replay_signature(replay, 2) == (
-        "input set 1: its first timed call took 900.0 µs, its 2-periodic repeats 41.0 µs: "
-        "outputs replayed once the inputs were seen?")
-    # An honest kernel: the first calls are no slower than the rest (noise of a few %).
-    honest = [402.0, 398.0] + [400.0, 401.0, 399.0, 400.0] * 3
-    assert replay_signature(honest, 2) is None
-    # Short kernels: a first call 3x slower by under 50 µs is noise of the launch, not replay.
-    assert replay_signature([15.0, 4.0] + [4.0] * 10, 2) is None
-    # Too few samples to tell (fewer than 3 repeats of each set), or sets unknown.
-    assert replay_signature([900.0, 900.0, 40.0, 40.0, 40.0, 40.0], 2) is None
-    assert replay_signature(replay, 0) is None
-
-
-def test_replay_is_a_warning_on_the_shape(tmp_path: Path) -> None:
-    good = torch.arange(8.0) * 2
-    rec = TimingRecord(ok=True, device_us=[900.0] + [40.0] * 9, method="cuda-events")
-    cases, ref, ent = _runs(tmp_path, good, timing=rec, timed=True)
-    res = judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases, reference=ref, entry=ent,
-                        static=[], own_kernels=set(), tracer=NoDetection(),
-                        max_output_bytes=1 << 20)[0]
-    assert res.verdict == Verdict.PASSED  # a warning: the evidence for a person to weigh
-    assert [f.rule for f in res.findings] == ["TM914"]
 
 
 def test_the_l2_flush_is_twice_the_devices_l2_at_least() -> None:

@@ -331,3 +331,67 @@ def test_an_entry_spin_upsets_the_count_and_the_record_says_so() -> None:
                   (511.0, 100.0, spin), (620.0, 1.0, spin)])
     assert not calls.consistent
     assert calls.problem == "3 bracketing spins on the device for 1 calls"
+
+
+LIBRARY = HEADER + textwrap.dedent("""
+    @triton.jit
+    def add_kernel(x, y, o, n, B: tl.constexpr):
+        p = tl.program_id(0) * B + tl.arange(0, B)
+        m = p < n
+        tl.store(o + p, tl.load(x + p, mask=m) + tl.load(y + p, mask=m), mask=m)
+""")
+
+OWNER_DRIVER = """
+import json, sys
+import torch
+from grader.harness.loading import load_module
+from grader.harness.record import Recorder
+
+own = sys.argv[1]
+rec = Recorder("cpu", own)
+rec.install()
+entry = load_module(own, "entry_kernel")
+x, y = torch.randn(1000), torch.randn(1000)
+out = {}
+for name in ("own", "library"):
+    with rec.call(name):
+        assert torch.allclose(getattr(entry, name)(x, y), x + y)
+    out[name] = rec.trace(name)
+print(json.dumps(out))
+"""
+
+
+def test_a_triton_kernel_is_the_entrys_only_if_its_file_defined_it(tmp_path: Path) -> None:
+    # Issue 31: a kernel an installed library (or a compiler) defined is not the entry's
+    # work, even under the very name of a kernel the entry's file defines.
+    (tmp_path / "vendored_lib.py").write_text(LIBRARY)
+    (tmp_path / "entry.py").write_text(HEADER + textwrap.dedent("""
+        import vendored_lib
+
+        @triton.jit
+        def add_kernel(x, y, o, n, B: tl.constexpr):
+            p = tl.program_id(0) * B + tl.arange(0, B)
+            m = p < n
+            tl.store(o + p, tl.load(x + p, mask=m) + tl.load(y + p, mask=m), mask=m)
+
+        def own(x, y):
+            o = torch.empty_like(x)
+            add_kernel[(4,)](x, y, o, x.numel(), B=256)
+            return o
+
+        def library(x, y):
+            o = torch.empty_like(x)
+            vendored_lib.add_kernel[(4,)](x, y, o, x.numel(), B=256)
+            return o
+    """))
+    (tmp_path / "driver.py").write_text(OWNER_DRIVER)
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    proc = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "entry.py")],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    traces = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert traces["own"]["triton_launches"] == {"add_kernel": 1}
+    assert traces["own"]["foreign_triton"] == {}
+    assert traces["library"]["triton_launches"] == {"add_kernel": 1}
+    assert traces["library"]["foreign_triton"] == {"add_kernel": 1}
