@@ -25,14 +25,19 @@ pytestmark = pytest.mark.docker
 KERNEL = REPO / "examples" / "triton" / "kernels" / "vector_add.py"
 
 
+# A timed loop of one call and its closing one: two checked cases a shape.
+TIMED = TimingKnobs(min_samples=1, max_samples=1, budget_s=0.5, reference_budget_s=0.5)
+
+
 def _cases() -> tuple[list[Case], ProblemBundle]:
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
     shape = next(s for s in bundle.problem.shapes if s.smoke)
     secret = b"pair-test"
     cases = [Case(id=f"{shape.id}.0", shape=shape, seed=derive_seed(secret, "vector_add",
                                                                     shape.id, 0)),
-             Case(id=f"{shape.id}.t0", shape=shape, timing=True,
-                  seed=derive_seed(secret, "vector_add", shape.id, 1000))]
+             *(Case(id=f"{shape.id}.t{k}", shape=shape, timing=True,
+                    seed=derive_seed(secret, "vector_add", shape.id, 1000 + k))
+               for k in range(TIMED.checked_per_shape))]
     return cases, bundle
 
 
@@ -41,7 +46,7 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     session = f"test-{uuid.uuid4().hex[:8]}"
     sb = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
-                 timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
+                 timing=TIMED)
     limits = Limits(wall_s=120.0)
     try:
         batch = Batch(image=image.tag, kernel_file=KERNEL, cases=cases,
@@ -81,7 +86,7 @@ def test_entry_whose_outputs_outgrow_the_counted_cap_runs_again_after(engine, ru
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     session = f"test-{uuid.uuid4().hex[:8]}"
     sb = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
-                 timing=TimingKnobs(sets_per_shape=1, budget_s=0.5, reference_budget_s=0.5))
+                 timing=TIMED)
     small = Limits(wall_s=120.0, output_bytes=8 << 10)  # below one case's 16 KiB of outputs
     try:
         batch = Batch(image=image.tag, kernel_file=KERNEL, cases=cases,

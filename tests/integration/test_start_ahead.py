@@ -19,14 +19,14 @@ import docker.errors
 import pytest
 from docker.models.containers import ContainerCollection
 from test_faults import ALL, _bundle, _grader, _left, _verdicts
-from test_pair import KERNEL, _cases
+from test_pair import KERNEL, TIMED, _cases
 
 from grader.harness.protocol import GATE_FILE, GO_FILE, STANDBY, STANDBY_ENV, TRACED
 from grader.images import ensure, problem_plan
 from grader.run.batch import Batch, Beside, Standby, run_pair
 from grader.run.channel import GateFrame, read_frames
 from grader.run.config import RunConfig
-from grader.run.jobs import TimingKnobs, WorkerSetup
+from grader.run.jobs import WorkerSetup
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, Limits
 from grader.verdicts import Verdict
@@ -112,8 +112,7 @@ def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_pa
     slow = tmp_path / "slow-python"
     slow.write_text('#!/bin/sh\nsleep 8\nexec /opt/venv/bin/python3 "$@"\n')
     slow.chmod(0o755)
-    timed = replace(sb, timing=TimingKnobs(sets_per_shape=1, budget_s=0.5,
-                                           reference_budget_s=0.5))
+    timed = replace(sb, timing=TIMED)
     slow_sb = replace(timed, python="/grader-test/python",
                       extra_binds=(Bind(host=str(slow), container="/grader-test/python"),))
     cases, _ = _cases()
