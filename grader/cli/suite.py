@@ -30,8 +30,10 @@ def _lines(result: SuiteCheck) -> list[str]:
             out.append(f"--- {s.problem}/{s.shape}: the reference's error (its end) ---")
             out += s.excerpt.strip().splitlines()[-12:]
     out += [f"BAD roofline {line}" for line in result.roofline]
-    out.append(f"{'BAD' if result.kit else 'ok '} release kit: "
-               + (result.kit or f"builds ({result.kit_bytes} bytes), nothing hidden in it"))
+    out.append("BAD release kit: grader release would refuse it: " + result.kit.message
+               if result.kit else f"ok  release kit: builds ({result.kit_bytes} bytes), "
+               "nothing hidden in it, every reference passes release's self-check")
+    out += [f"warning: {line}" for line in result.warnings]
     passed = sum(1 for s in result.shapes if s.verdict is Verdict.PASSED)
     out.append(f"suite {result.suite}: {passed}/{len(result.shapes)} shape(s) sound, "
                f"{len(result.roofline)} roofline error(s), kit "
@@ -88,7 +90,8 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
                       seeds=seeds, secret=secrets.token_bytes(32))
 
     result = check_suite(found, problems=problems, shapes=shapes, make_runner=make_runner,
-                         say=lambda msg: click.echo(f"[suite check] {msg}", err=True))
+                         say=lambda msg: click.echo(f"[suite check] {msg}", err=True),
+                         run_kit_check=device == "cpu")
     for line in _lines(result):
         click.echo(line)
     error = result.error()

@@ -52,8 +52,10 @@ class SuiteCheck:
     suite: str
     shapes: list[ShapeCheck] = field(default_factory=list)
     roofline: list[str] = field(default_factory=list)  # "problem/shape: why"
-    kit: str | None = None  # why the release kit does not build; None: it builds
+    # Why `grader release` would refuse the kit (release_kit.release); None: it ships.
+    kit: GraderError | None = None
     kit_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)  # lint.warnings: TODOs, unlisted folders
     references: dict[str, str] = field(default_factory=dict)  # problem -> its reference.py
 
     @property
@@ -71,8 +73,11 @@ class SuiteCheck:
                 f"(reference_error above): {', '.join(where)}",
                 hint="fix each reference.py named; `grader roofline derive PROBLEM_DIR "
                 "--device cpu` runs one outside containers")
+        if isinstance(self.kit, ReferenceFailed):  # release's self-check: the suite's fault
+            return self.kit
         if self.roofline or self.kit:
-            what = self.roofline[:3] + ([f"release kit: {self.kit}"] if self.kit else [])
+            what = self.roofline[:3] + ([f"release kit: {self.kit.message}"] if self.kit
+                                        else [])
             return ProblemError(f"suite {self.suite}: " + "; ".join(what),
                                 hint="fix problem.toml's flops/bytes expressions, or the text "
                                 "the kit would leak")
@@ -100,14 +105,16 @@ def roofline_errors(bundle: ProblemBundle) -> list[str]:
     return out
 
 
-def kit_error(suite: Suite) -> tuple[str | None, int]:
-    """Why the release kit does not build (None when it does), and its size."""
-    from grader.suite.release_kit import build_kit
+def kit_error(suite: Suite, *, run: bool = True) -> tuple[GraderError | None, int]:
+    """Why `grader release` would refuse the kit (None when it would ship it), and its size:
+    release's own path (release_kit.release), its self-check included (`run`: as release
+    runs it, each reference once on the CPU; False: imports only, as --no-run-check)."""
+    from grader.suite.release_kit import release
 
     try:
-        return None, len(build_kit(suite))
+        return None, len(release(suite, run=run)[1])
     except GraderError as exc:
-        return exc.message, 0
+        return exc, 0
 
 
 def _bits_equal(a: Any, b: Any) -> bool:
@@ -227,8 +234,13 @@ def select(bundle: ProblemBundle, shapes: str) -> list[Shape]:
 
 
 def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "all",
-                make_runner: Callable[[str], Runner], say: Say) -> SuiteCheck:
-    """Every check above; `make_runner(session)` gives the Runner (its sandbox's session)."""
+                make_runner: Callable[[str], Runner], say: Say,
+                run_kit_check: bool = True) -> SuiteCheck:
+    """Every check above; `make_runner(session)` gives the Runner (its sandbox's session);
+    `run_kit_check`: release's self-check runs each reference on the CPU (False: for
+    references that need a GPU, as `grader release --no-run-check`)."""
+    from grader.suite.lint import warnings
+
     from grader.run.runner import check_references
     from grader.sandbox.runs import owned_run
 
@@ -238,7 +250,8 @@ def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "
         b.id: str(b.directory / "reference.py") for b in todo})
     for bundle in todo:
         result.roofline += roofline_errors(bundle)
-    result.kit, result.kit_bytes = kit_error(suite)
+    result.kit, result.kit_bytes = kit_error(suite, run=run_kit_check)
+    result.warnings = warnings(suite)
     session = uuid.uuid4().hex[:12]
     with owned_run(session):
         runner = make_runner(session)

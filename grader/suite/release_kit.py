@@ -260,3 +260,16 @@ def build_kit(suite: Suite) -> bytes:
                            + "; ".join(found[:10]),
                            hint="remove them from the description or reference.py")
     return _tar(files, suite.id)
+
+
+def release(suite: Suite, *, run: bool = True) -> tuple[int, bytes]:
+    """What `grader release` ships: the self-check of every reference first (ReferenceFailed
+    naming the first at fault; `run`: each also runs once on the CPU), then the kit. Returns
+    how many references were checked and the kit's bytes. `grader suite check` says whether
+    the kit would ship through this very function, so that the two never disagree (issue 34:
+    suite check said "release kit ok" of a suite whose reference raised, which release
+    refused)."""
+    from grader.suite.selfcheck import self_check
+
+    checked = self_check(suite, run=run)
+    return len(checked), build_kit(suite)

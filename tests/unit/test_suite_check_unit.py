@@ -51,7 +51,7 @@ def test_roofline_expressions_and_the_kit(tmp_path: Path) -> None:
     # A description that names a hidden shape: the kit refuses to ship it.
     toml.write_text(toml.read_text().replace('description = """', 'description = """'
                                              'Graded on residual_prefill. '))
-    assert "residual_prefill" in (kit_error(load_suite(root))[0] or "")
+    assert "residual_prefill" in str(kit_error(load_suite(root))[0])
 
 
 def _check(problem: str, verdict: Verdict) -> ShapeCheck:
@@ -65,7 +65,11 @@ def test_the_exit_error_blames_the_suite_first() -> None:
     err = both.error()
     assert isinstance(err, ReferenceFailed) and "/s/a/reference.py" in err.message
     assert isinstance(SuiteCheck(suite="x", roofline=["a/s: bad"]).error(), ProblemError)
-    assert isinstance(SuiteCheck(suite="x", kit="leaks").error(), ProblemError)
+    assert isinstance(SuiteCheck(suite="x", kit=ProblemError("leaks")).error(), ProblemError)
+    # release's self-check blames a reference: the suite's fault, as `grader release` says.
+    refused = SuiteCheck(suite="x", kit=ReferenceFailed("suite x, problem a: raised"),
+                         shapes=[_check("a", Verdict.PASSED)]).error()
+    assert isinstance(refused, ReferenceFailed) and refused.exit_code == 21
     infra = SuiteCheck(suite="x", shapes=[_check("b", Verdict.INFRA_ERROR)]).error()
     assert type(infra) is InfraError
     sound = SuiteCheck(suite="x", shapes=[_check("a", Verdict.PASSED)])

@@ -185,3 +185,64 @@ def test_an_unknown_problem_has_a_hint() -> None:
     assert err.exit_code == EXIT_CODES["UsageError"]
     assert str(err) == ("--problem 'vector_ad' is not in suite demo\n  hint: did you mean "
                         "'vector_add'? suite demo has vector_add, rmsnorm, matmul")
+
+
+# -- friction 7: suite check and release agree ---------------------------------------------
+
+def _demo(tmp: Path) -> Path:
+    suite = tmp / "demo"
+    shutil.copytree(PROBLEM_BUNDLES / "demo", suite)
+    return suite
+
+
+def test_suite_check_refuses_the_kit_release_refuses(tmp_path: Path) -> None:
+    """A reference that raises: `grader release` exits 21, and `suite check`'s kit line says
+    so rather than "release kit ... ok" (its container runs are faked here: the raising
+    reference is found by release's own self-check, which suite check now runs)."""
+    from types import SimpleNamespace
+
+    from grader.cli.suite import _lines
+    from grader.suite.check import ShapeCheck, check_suite
+    from grader.suite.load import load_suite
+
+    root = _demo(tmp_path)
+    ref = root / "vector_add" / "reference.py"
+    ref.write_text(ref.read_text() + "\n\ndef reference(*inputs):\n"
+                   "    raise RuntimeError('the organiser broke this')\n")
+    res = _grader("release", "demo", "--suites", str(tmp_path), "-o", str(tmp_path / "k.tar"))
+    assert res.returncode == EXIT_CODES["ReferenceFailed"] == 21, res.stderr
+
+    class Runner:
+        sandbox = SimpleNamespace(engine=SimpleNamespace(reap=lambda _s: None))
+
+        def check(self, bundle, shapes, say):  # type: ignore[no-untyped-def]
+            return [ShapeCheck(problem=bundle.id, shape=s.id, verdict=Verdict.PASSED,
+                               detail="fake") for s in shapes]
+
+    got = check_suite(load_suite(root), shapes="smoke", make_runner=lambda _s: Runner(),
+                      say=lambda _m: None)
+    lines = _lines(got)
+    assert not any(line.startswith("ok  release kit") for line in lines)
+    assert any(line.startswith("BAD release kit: grader release would refuse it: suite demo, "
+                               "problem vector_add") for line in lines), lines
+    err = got.error()
+    assert err is not None and err.exit_code == 21
+
+
+def test_release_warns_of_todo_and_suite_check_of_unlisted_folders(tmp_path: Path) -> None:
+    from grader.suite.lint import warnings
+    from grader.suite.load import load_suite
+
+    root = _demo(tmp_path)
+    assert _grader("init", "double", "--suite", str(root)).returncode == 0  # TODOs, unlisted
+    assert warnings(load_suite(root)) == [
+        f"{root / 'double'}: a problem folder that {root / 'suite.toml'} does not list; it is "
+        "not checked, released or graded"]
+    suite_toml = root / "suite.toml"
+    suite_toml.write_text(suite_toml.read_text().replace('"matmul"]', '"matmul", "double"]'))
+    res = _grader("release", "demo", "--suites", str(tmp_path), "-o", str(tmp_path / "k.tar"))
+    assert res.returncode == 0, res.stderr
+    assert (f"warning: {root / 'double' / 'problem.toml'}: problem double's description still "
+            "says TODO") in res.stderr
+    assert f"warning: {root / 'double' / 'reference.py'}:" in res.stderr
+    assert (tmp_path / "k.tar").is_file()  # a warning, not a refusal
