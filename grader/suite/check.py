@@ -239,10 +239,9 @@ def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "
     """Every check above; `make_runner(session)` gives the Runner (its sandbox's session);
     `run_kit_check`: release's self-check runs each reference on the CPU (False: for
     references that need a GPU, as `grader release --no-run-check`)."""
-    from grader.suite.lint import warnings
-
     from grader.run.runner import check_references
     from grader.sandbox.runs import owned_run
+    from grader.suite.lint import warnings
 
     todo = [b for pid, b in suite.problems.items() if not problems or pid in problems]
     check_references(suite, [b.id for b in todo])
