@@ -145,6 +145,9 @@ class Environment(Model):
     docker: str | None = None
 
 
+ShapesGraded = Literal["all", "smoke", "scored", "public"]
+
+
 class Summary(Model):
     problems: int
     shapes: int
@@ -154,6 +157,23 @@ class Summary(Model):
     correctness_rate: float = Field(ge=0, le=1)
     dsl_adoption_rate: float = Field(ge=0, le=1)
     illusion_gap: float = Field(ge=0, le=1)
+    # Which shapes of the graded problems were graded (issue 34: on a CPU `--shapes auto`
+    # grades the smoke shapes only, and a `passed` read as every shape's): all of them; the
+    # smoke or the scored ones only, `ungraded_shapes` left out; or, in a practice run, the
+    # public ones (how many are hidden is not said).
+    shapes_graded: ShapesGraded = "all"
+    ungraded_shapes: int = Field(default=0, ge=0)
+
+    @property
+    def coverage(self) -> str:
+        """`shapes_graded` in words, for every report format and leaderboard."""
+        if self.shapes_graded == "all":
+            return "all shapes"
+        if self.shapes_graded == "public":
+            return "public shapes only"
+        n = self.ungraded_shapes
+        return (f"{self.shapes_graded} shapes only ({n} {'shape' if n == 1 else 'shapes'} "
+                "not graded)")
 
 
 class Report(Model):

@@ -13,6 +13,7 @@ from grader.cli.options import suites_option
 from grader.run.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
+    from grader.round.model import Board
     from grader.round.request import RoundRequest
 
 
@@ -125,11 +126,27 @@ def grade(quiet: bool, log_format: str, **options: Any) -> None:
     from grader.run.progress import Progress
 
     board = run_round(_request(**options), Progress.for_cli(log_format, quiet=quiet))
+    for line in board_lines(board):
+        click.echo(line)
+    click.echo(f"each entry's report: {options['out_dir'] / 'entries'}/ENTRY/report.json "
+               "(re-grade one, once the secret is out: grader verify REPORT --secret HEX)")
+
+
+def board_lines(board: Board) -> list[str]:
+    """The round's terminal summary: a line per entry with its verdicts, not only its
+    status (issue 34: an honest and a cheating entry both read `S_agg 0.000 ... graded`),
+    and which shapes were graded."""
+    out = []
     for row in board.rows:
         s = "-" if row.s_agg is None else f"{row.s_agg:.3f}"
         rank = "-" if row.rank is None else str(row.rank)
-        click.echo(f"{rank:>3} {row.entry:<32} S_agg {s:>7}  {row.correct_shapes}/{row.shapes}"
-                   f" correct  {row.status}")
+        if row.status == "graded":
+            verdicts = ", ".join(f"{n} {v.value}" for v, n in row.verdicts.items()) or "-"
+            what = f"{row.correct_shapes}/{row.shapes} correct: {verdicts} ({row.graded})"
+        else:
+            what = f"{row.status}: {row.error or ''}"
+        out.append(f"{rank:>3} {row.entry:<32} S_agg {s:>7}  {what}")
+    return out
 
 
 @round_.command("commit")

@@ -98,16 +98,31 @@ def roofline_derive(problem_dir: Path, shapes: tuple[str, ...], rtol: float, dev
             "numbers), or raise --rtol where the count itself is approximate")
 
 
+def _board_formats(value: str | None) -> tuple[str, ...]:
+    names = tuple(f.strip() for f in (value or "").split(",") if f.strip())
+    bad = [f for f in names if f not in ("json", "md", "html")]
+    if bad:
+        raise click.BadParameter(f"unknown format {bad[0]!r}; choose from json, md, html")
+    return names
+
+
 @click.command()
 @click.argument("reports", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--allow-mixed", is_flag=True,
               help="Rank reports from different suites, weights, policies or hardware anyway.")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
-def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> None:
+@click.option("--format", "formats", default=None, metavar="json,md,html",
+              callback=lambda c, p, v: _board_formats(v),
+              help="Also write the board as leaderboard.{json,md,html} into -o.")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("."), show_default=True, help="Folder for --format's files.")
+def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool,
+                formats: tuple[str, ...], out_dir: Path) -> None:
     """Rank graded reports: most shapes passed first, then fewest fallback/violation shapes,
-    then S_agg; a column per verdict group and per problem. Reports from a CPU run carry no
-    timing (every S is 0): the board then says so and ranks by verdicts alone."""
+    then S_agg; a column per verdict group and per problem, and one saying which shapes
+    were graded (smoke shapes only, on a CPU). Reports from a CPU run carry no timing (every
+    S is 0): the board then says so and ranks by verdicts alone."""
     from grader.errors import UsageError
     from grader.report.render import load_report
     from grader.scoring.leaderboard import Scored, leaderboard_text
@@ -121,6 +136,16 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool) -> 
             raise UsageError(f"{path}: has no scores", hint="re-grade it with this version")
         entries.append(Scored.from_report(rep))
     board = rank(entries, allow_mixed=allow_mixed)
+    if formats:
+        from grader.report.leaderboard import RENDERERS
+        from grader.run.checkpoint import host_fs
+
+        with host_fs(f"cannot write the leaderboard into {out_dir}"):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for fmt in formats:
+                name, render = RENDERERS[fmt]
+                (out_dir / name).write_text(render(board), encoding="utf-8")
+                click.echo(f"{fmt}: {out_dir / name}", err=True)
     if as_json:
         click.echo(json.dumps(board.model_dump(mode="json"), indent=2))
         return

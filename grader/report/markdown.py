@@ -234,6 +234,10 @@ def render_markdown(report: Report, *, public: bool = False) -> str:
             "> ⚠️ Timings come from the CPU interpreter and are not performance numbers.",
             "",
         ]
+    if summary.shapes_graded in ("smoke", "scored"):
+        lines += [f"> ⚠️ Shapes graded: **{summary.coverage}**; a verdict here speaks for "
+                  "the shapes that ran, not for those left out (grade with `--shapes all`, "
+                  "or on a GPU, to run them).", ""]
     if public:
         lines += [f"> {NOTE}", ""]
     lines += ["| Problem | Operator | Verdict | Shapes passed |", "|---|---|---|---:|"]

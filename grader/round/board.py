@@ -57,7 +57,7 @@ def build_board(manifest: Manifest, outcomes: Mapping[str, Outcome],
                 verdicts={v: rep.summary.verdicts[v] for v in SEVERITY
                           if rep.summary.verdicts.get(v)},
                 shapes=rep.summary.shapes, correct_shapes=rep.summary.correct_shapes,
-                report_sha256=out.report_sha256))
+                graded=rep.summary.coverage, report_sha256=out.report_sha256))
     for e in manifest.entries:
         if e.name in graded:
             continue

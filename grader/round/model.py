@@ -112,6 +112,7 @@ class BoardRow(Frozen):
     verdicts: dict[Verdict, int] = Field(default_factory=dict)  # shapes per verdict
     shapes: int = 0
     correct_shapes: int = 0
+    graded: str | None = None  # which shapes were graded (Summary.coverage): smoke only...
     report_sha256: str | None = None
 
 

@@ -45,7 +45,7 @@ def board_markdown(board: Board) -> str:
                   "numbers.", ""]
     lines += [f"- {md_text(n, 400)}" for n in board.notes] + ([""] if board.notes else [])
     head = ["#", "entry", "S_agg", *(md_text(p) for p in board.problems), "verdicts",
-            "correct"]
+            "correct", "shapes graded"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in board.rows:
         who = md_text(r.entry) + (f" (“{md_text(r.declared_name)}”)" if r.declared_name else "")
@@ -54,7 +54,8 @@ def board_markdown(board: Board) -> str:
         verdicts = ", ".join(f"{v.value} {n}" for v, n in _verdicts(r.verdicts)) or "-"
         cells = [str(r.rank) if r.rank is not None else "-", who, _score(r.s_agg),
                  *(_score(r.problems.get(p)) for p in board.problems), verdicts,
-                 f"{r.correct_shapes}/{r.shapes}" if r.status == "graded" else "-"]
+                 f"{r.correct_shapes}/{r.shapes}" if r.status == "graded" else "-",
+                 r.graded or "-"]
         lines.append("| " + " | ".join(cells) + " |")
     if board.ties:
         lines += ["", "Ties (equal scores share a rank): " + "; ".join(

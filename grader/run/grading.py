@@ -26,6 +26,7 @@ from grader.results import (
     Environment,
     ProblemResult,
     Report,
+    ShapesGraded,
     SubmissionSummary,
     SuiteSummary,
     Summary,
@@ -64,7 +65,9 @@ __all__ = [
 Progress = Callable[[str], None]
 
 
-def summarize(problems: list[ProblemResult]) -> Summary:
+def summarize(problems: list[ProblemResult],
+              graded: tuple[ShapesGraded, int] = ("all", 0)) -> Summary:
+    """The report's summary of `problems`, `graded` saying which shapes were (Summary)."""
     shapes = [s for p in problems for s in p.shapes]
     counts = {v: sum(1 for s in shapes if s.verdict == v) for v in Verdict}
     n = len(shapes)
@@ -75,7 +78,16 @@ def summarize(problems: list[ProblemResult]) -> Summary:
                    correct_shapes=correct, passed_shapes=passed,
                    correctness_rate=correct / n if n else 0.0,
                    dsl_adoption_rate=passed / n if n else 0.0,
-                   illusion_gap=(correct - passed) / n if n else 0.0)
+                   illusion_gap=(correct - passed) / n if n else 0.0,
+                   shapes_graded=graded[0], ungraded_shapes=graded[1])
+
+
+def shapes_graded(todo: list[ProblemBundle], cfg: RunConfig) -> tuple[ShapesGraded, int]:
+    """Which shapes of the problems in `todo` this run grades, and how many it leaves out."""
+    chosen = [select_shapes(b, cfg) for b in todo]
+    left = sum(len(b.problem.shapes) for b in todo) - sum(len(c) for c in chosen)
+    smoke = {s.smoke for c in chosen for s in c}
+    return ("all" if not left else "smoke" if smoke <= {True} else "scored"), left
 
 
 def worker_setup(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
@@ -309,11 +321,12 @@ class Grader:
                     seed_commitment=hashlib.sha256(self.secret).hexdigest(),
                     docker=self.docker_version()),
                 problems=problems,
-                summary=summarize(problems),
+                summary=summarize(problems, shapes_graded(todo, cfg)),
                 wall_s=wall,
             )
             report = score_report(report, suite, load_hardware(self.hardware_name()))
-            return report.model_copy(update={"summary": summarize(report.problems)})
+            graded = (report.summary.shapes_graded, report.summary.ungraded_shapes)
+            return report.model_copy(update={"summary": summarize(report.problems, graded)})
         finally:
             self.reap()
             owned.close()  # the run's folders, and any mount left in them

@@ -53,5 +53,7 @@ def practice_view(report: Report, suite: Suite, profile: HardwareProfile) -> Rep
                                                "weights": []})
     report = report.model_copy(update={
         "problems": [_problem(p) for p in report.problems],
+        "summary": report.summary.model_copy(update={"shapes_graded": "public",
+                                                     "ungraded_shapes": 0}),
         "suite": report.suite.model_copy(update={"weights_version": WEIGHTS})})
     return score_report(report, replace(suite, weights=uniform), profile, include_smoke=True)

@@ -34,11 +34,17 @@ from grader.suite.load import Suite, find_suite
 from grader.verdicts import Verdict
 
 
+def plural(n: int, word: str) -> str:
+    """"1 shape", "2 shapes" (issue 34: "1 shapes in 1 problems")."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def summary_line(rep: Report) -> str:
     s = rep.summary
     counts = ", ".join(f"{n} {v}" for v, n in sorted(s.verdicts.items()))
-    return (f"{rep.submission.name}: {s.shapes} shapes in {s.problems} problems: {counts}; "
-            f"correct {s.correctness_rate:.0%}, in {rep.submission.dsl} {s.dsl_adoption_rate:.0%}")
+    return (f"{rep.submission.name}: {plural(s.shapes, 'shape')} in "
+            f"{plural(s.problems, 'problem')} ({s.coverage}): {counts}; correct "
+            f"{s.correctness_rate:.0%}, in {rep.submission.dsl} {s.dsl_adoption_rate:.0%}")
 
 
 def _suite_of(cfg: RunConfig) -> tuple[Suite, list[str]] | None:

@@ -58,6 +58,7 @@ class Scored(Frozen):
     problems: dict[str, float | None] = Field(default_factory=dict)  # S_i per problem
     verdicts: dict[Verdict, int] = Field(default_factory=dict)  # shapes per verdict
     is_performance: bool = True  # False: CPU interpreter, nothing timed, every S is 0
+    graded: str = "all shapes"  # which shapes were graded (Summary.coverage): smoke only...
 
     @classmethod
     def from_report(cls, rep: Report, *, submission: str | None = None) -> Scored:
@@ -71,7 +72,8 @@ class Scored(Frozen):
                    problems={p.problem: p.s for p in card.problems} if card
                    else {p.id: None for p in rep.problems},
                    verdicts=dict(rep.summary.verdicts),
-                   is_performance=rep.environment.is_performance)
+                   is_performance=rep.environment.is_performance,
+                   graded=rep.summary.coverage)
 
     def count(self, column: str) -> int:
         return sum(n for v, n in self.verdicts.items() if v in COUNT_COLUMNS[column])
@@ -93,6 +95,7 @@ class Row(Frozen):
     problems: dict[str, float | None]  # every column of the board; None where not scored
     context: dict[str, str]  # suite, weights_version, policy, hardware of this row
     counts: dict[str, int] = Field(default_factory=dict)  # shapes per COUNT_COLUMNS column
+    graded: str = "all shapes"  # which shapes were graded: "smoke shapes only" on a CPU
 
 
 class Leaderboard(Frozen):
@@ -129,13 +132,17 @@ def leaderboard(entries: Sequence[Scored], *, allow_mixed: bool = False) -> Lead
             s_agg_by_phase=e.s_agg_by_phase,
             problems={p: e.problems.get(p) for p in columns},
             context={f: getattr(e, f) for f in COMPARABLE},
-            counts={c: e.count(c) for c in COUNT_COLUMNS},
+            counts={c: e.count(c) for c in COUNT_COLUMNS}, graded=e.graded,
         ))
     timed = all(e.is_performance for e in entries)
     notes = [] if timed else [
         "not a performance run (CPU interpreter): nothing was timed, so every S is 0 and "
         "carries no speed; entries are ranked by their verdicts only (passed shapes, then "
         "fewest fallback/violation shapes). Grade on a GPU (--device cuda) to rank by speed."]
+    if any(e.graded != "all shapes" for e in entries):
+        notes.append("not every shape was graded (see the graded column; on a CPU, "
+                     "`--shapes auto` grades the smoke shapes only): a verdict speaks for the "
+                     "shapes that ran, not for those left out")
     if any(e.count("unverified") for e in entries):
         notes.append("some shapes are unverified (Triton's CPU interpreter cannot run them): "
                      "counted apart, neither passed nor failed; grade on a GPU to judge them")
@@ -149,13 +156,14 @@ def leaderboard_text(board: Leaderboard, width: int | None = None) -> str:
     width, one row a line."""
     from grader.terminal import render, table
 
-    header = ["#", "submission", *COUNT_COLUMNS, "S_agg", *board.problems]
+    header = ["#", "submission", *COUNT_COLUMNS, "graded", "S_agg", *board.problems]
     rows = [[str(r.rank), r.submission, *(str(r.counts.get(c, 0)) for c in COUNT_COLUMNS),
+             r.graded,
              "-" if r.s_agg is None else f"{r.s_agg:.3f}",
              *("-" if r.problems.get(p) is None else f"{r.problems[p]:.3f}"
                for p in board.problems)] for r in board.rows]
     before = ["UNRANKED BY SPEED: " + board.notes[0]] if not board.timed else []
-    after = [f"warning: {n}" for n in board.notes[1:]]
+    after = [f"warning: {n}" for n in (board.notes if board.timed else board.notes[1:])]
     if board.mixed:
         differing = [f for f, v in board.context.items() if len(v) > 1]
         after.append(f"warning: mixed reports ({', '.join(differing)} differ): scores are not "

@@ -104,4 +104,4 @@ def test_run_json_when_a_gate_trips(engine, runtime, tmp_path: Path) -> None:  #
     assert not data["ok"] and data["exit_code"] == 3 and data["error"]["kind"] == "VerdictGate"
     assert data["verdicts"] == {"passed": 1} and not data["practice"]
     assert data["reports"]["json"] == str(out / "report.json")
-    assert "shapes in 1 problems" in res.stderr  # the summary line, on stderr
+    assert "1 shape in 1 problem (" in res.stderr  # the summary line, on stderr

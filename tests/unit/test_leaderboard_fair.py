@@ -75,8 +75,8 @@ def test_the_command_prints_verdict_columns_and_the_warning(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].startswith("UNRANKED BY SPEED")
-    assert lines[1].split()[:9] == ["#", "submission", "passed", "fallback", "violation",
-                                    "failed", "unverified", "not_graded", "S_agg"]
+    assert lines[1].split()[:10] == ["#", "submission", "passed", "fallback", "violation",
+                                     "failed", "unverified", "not_graded", "graded", "S_agg"]
     assert set(lines[2]) == {"─"}  # rich's rule under the header
     assert lines[3].split()[:3] == ["1", "passing-entry", "3"]
     assert lines[4].split()[:4] == ["2", "fallback-entry", "0", "3"]

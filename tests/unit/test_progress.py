@@ -168,7 +168,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
             for msg in MESSAGES:
                 self.progress(msg)
             summary = SimpleNamespace(verdicts={}, shapes=0, problems=3, correctness_rate=1.0,
-                                      dsl_adoption_rate=1.0)
+                                      dsl_adoption_rate=1.0, coverage="all shapes")
             return SimpleNamespace(summary=summary, problems=[],
                                    submission=SimpleNamespace(name="n", dsl="triton"))
 
