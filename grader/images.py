@@ -136,15 +136,19 @@ def harness_files() -> dict[str, Path]:
     return {f"harness/{p.name}": p for p in sorted(HARNESS_DIR.glob("*.py"))}
 
 
+def problem_repo(suite: str, problem: str) -> str:
+    """The repository of a problem's image: its tags are this and a content hash."""
+    return f"grader-problem-{suite.lower().replace('.', '-')}-{problem.lower()}"
+
+
 def problem_plan(runtime_tag: str, suite: str, bundle: ProblemBundle) -> BuildPlan:
     text = render("problem", runtime=runtime_tag, suite=suite, problem=bundle.id,
                   harness_dir=protocol.HARNESS, problem_dir=protocol.PROBLEM)
     context = harness_files()
     context.update({f"problem/{name}": bundle.directory / name for name in bundle.files()})
     parts = [text.encode()] + [k.encode() + _file_digest(p) for k, p in sorted(context.items())]
-    safe_suite = suite.lower().replace(".", "-")
-    return BuildPlan(kind="problem", tag=f"grader-problem-{safe_suite}-{bundle.id.lower()}:"
-                     f"{_digest(parts)}", dockerfile=text, context=context)
+    return BuildPlan(kind="problem", tag=f"{problem_repo(suite, bundle.id)}:{_digest(parts)}",
+                     dockerfile=text, context=context)
 
 
 def _stage_context(plan: BuildPlan, into: Path) -> None:

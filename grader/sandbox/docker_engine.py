@@ -46,9 +46,13 @@ def engine_errors(what: str) -> Iterator[None]:
 class ImageInfo:
     tag: str
     id: str
-    size_bytes: int
+    size_bytes: int  # with the layers it shares with other images (`docker images`' SIZE)
     kind: str
     created: str
+    # The layers no other image holds: what removing it frees (`docker system df -v`'s
+    # UNIQUE SIZE). None when the engine did not say. Issue 34: every image of a suite read
+    # 2080 MB, the runtime they are all built on.
+    unique_bytes: int | None = None
 
 
 def to_create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
@@ -171,12 +175,24 @@ class DockerEngine:
         out = []
         with engine_errors("listing images"):
             found = self.client.images.list(filters={"label": IMAGE_LABEL})
+        unique = self.unique_sizes()
         for img in found:
             for tag in img.tags or ["<none>"]:
                 out.append(ImageInfo(tag=tag, id=img.id, size_bytes=int(img.attrs.get("Size", 0)),
                                      kind=img.labels.get(IMAGE_LABEL, "?"),
-                                     created=str(img.attrs.get("Created", ""))[:19]))
+                                     created=str(img.attrs.get("Created", ""))[:19],
+                                     unique_bytes=unique.get(img.id)))
         return sorted(out, key=lambda i: (i.kind, i.tag))
+
+    def unique_sizes(self) -> dict[str, int]:
+        """Each image's bytes in layers no other image holds, by id (the engine's disk usage
+        report); empty when the engine does not give it."""
+        try:
+            images = self.client.df().get("Images") or []
+        except ENGINE_ERRORS:
+            return {}
+        return {str(i["Id"]): int(i["Size"]) - int(i["SharedSize"]) for i in images
+                if i.get("SharedSize") is not None and int(i["SharedSize"]) >= 0}
 
     def remove_image(self, tag: str) -> None:
         try:
