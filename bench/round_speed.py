@@ -24,7 +24,8 @@ reused. The parts overlap (reference and entry run side by side; containers star
 they do not sum to the wall.
 
 `--time-limit` stops the round (SIGTERM, then SIGKILL, its whole process group) when it has
-run that long, and still prints what was measured: the entries finished, and the problems
+run that long, as SIGUSR1 sent to this script does at once, and still prints what was
+measured: the entries finished, and the problems
 the entry cut short had finished (from its checkpoint). The targets of issue 22 (on one H200,
 the whole llm-inference suite: the first entry in 300 s or less, every later one in 180 s or
 less) are judged only for such a run; any other run prints its figures against them as
@@ -40,6 +41,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -158,18 +160,29 @@ def summary(costs: list[EntryCost], *, whole_suite_on_gpu: bool) -> list[str]:
     return lines
 
 
-def run_round(cmd: list[str], limit_s: float | None) -> tuple[int | None, float, bool]:
-    """The round's exit status (None when stopped), its wall time, and whether the limit
-    stopped it. Stopped with SIGINT first, so that the grader's `finally` blocks remove its
-    containers; what a kill leaves (a grader killed mid-way) is reaped as `grader doctor
-    --reap` does, so that no container of the round runs on after this script."""
+def run_round(cmd: list[str], limit_s: float | None) -> tuple[int | None, float, str | None]:
+    """The round's exit status (None when stopped), its wall time, and what stopped it (the
+    time limit, or SIGUSR1 sent to this script: a test stops the round at a point of the
+    round's own, not after a time that depends on how fast the host is). Stopped with SIGINT
+    first, so that the grader's `finally` blocks remove its containers; what a kill leaves
+    (a grader killed mid-way) is reaped as `grader doctor --reap` does, so that no container
+    of the round runs on after this script."""
+    asked = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: asked.set())
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
-    try:
-        rc = proc.wait(timeout=limit_s)
-        return rc, time.monotonic() - t0, False
-    except subprocess.TimeoutExpired:
-        pass
+    while True:
+        try:
+            rc = proc.wait(timeout=0.2)
+            return rc, time.monotonic() - t0, None
+        except subprocess.TimeoutExpired:
+            pass
+        if asked.is_set():
+            why = "on request (SIGUSR1)"
+            break
+        if limit_s is not None and time.monotonic() - t0 >= limit_s:
+            why = f"at the time limit ({limit_s:.0f} s)"
+            break
     wall = time.monotonic() - t0
     for sig, grace in ((signal.SIGINT, 20), (signal.SIGKILL, None)):
         try:
@@ -185,7 +198,7 @@ def run_round(cmd: list[str], limit_s: float | None) -> tuple[int | None, float,
     from grader.sandbox.runs import reap_dead
 
     print(f"stopped; left by the round and removed: {reap_dead(DockerEngine().reap)}")
-    return None, wall, True
+    return None, wall, why
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,8 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     costs = entry_costs(rd)
     print()
     print(f"round: {len(costs)} entries, {wall:.1f} s"
-          + (f", stopped at the time limit ({args.time_limit:.0f} s)" if stopped
-             else f", exit {rc}"))
+          + (f", stopped {stopped}" if stopped else f", exit {rc}"))
     print(f"host: {os.cpu_count()} cores; device {args.device}, runtime {runtime}; suite "
           f"{args.suite}" + (f", problems {', '.join(args.problem)}" if args.problem
                              else ", every problem"))
@@ -243,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps({
             "suite": args.suite, "device": args.device, "runtime": runtime,
-            "problems": args.problem, "round_wall_s": wall, "stopped": stopped, "exit": rc,
+            "problems": args.problem, "round_wall_s": wall, "stopped": stopped is not None,
+            "exit": rc,
             "entries": [asdict(c) for c in costs], "summary": notes}, indent=1) + "\n")
     return 0 if stopped or rc == 0 else 1
 
