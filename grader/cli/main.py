@@ -65,7 +65,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--seeds", type=click.IntRange(1, 32), default=None,
               help="Input sets per shape (default: the suite's).")
 @click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
-              help="Wall-clock limit of each entry container, seconds.")
+              help="Wall-clock limit of each entry container, seconds, counted once its "
+              "harness is set up (not the container's start nor `import torch`).")
 @click.option("--format", "formats", default="json,html", show_default=True, callback=lambda c,
               p, v: formats_option(v), help=f"Comma-separated, of: {', '.join(FORMATS)}.")
 @click.option("--public", is_flag=True,

@@ -39,6 +39,7 @@ from .main import (
     _write_json,
 )
 from .protocol import (
+    ARMED_FILE,
     DEVICE_ENV,
     GO_FILE,
     INPUTS,
@@ -47,6 +48,7 @@ from .protocol import (
     RECIPE_DIR,
     REFERENCE_FILE,
     RESULT_FILE,
+    STACK_SIGNAL,
     TRACED_FILE,
     case_file,
 )
@@ -94,6 +96,7 @@ def run_entry(classes: list[str] | None = None) -> int:
     the set-up before any entry code (_prepare, _install_recorder), the entry's import
     (_import_entry, then "ready"), the job (_run_job: warm-up, traced calls, timed loops,
     their records), and the result as the harness's last act (_send_result)."""
+    _stacks_on_signal()
     from .record import OUTSIDE, Recorder  # before any entry code runs
 
     phase = Phases()
@@ -101,6 +104,8 @@ def run_entry(classes: list[str] | None = None) -> int:
     recorder = _install_recorder(Recorder(device, str(ENTRY)), phase)
     if recorder is None:
         return 4
+    # Set up, and no entry code has run: the host's wall-clock limit counts from here.
+    _write_json(ARMED_FILE, {"ok": True})
     kernel = _import_entry(classes)
     if kernel is None:
         return 3
@@ -110,6 +115,17 @@ def run_entry(classes: list[str] | None = None) -> int:
     result["outside"] = recorder.trace(OUTSIDE)
     result["phases_s"] = phase.seconds
     _send_result(result)
+
+
+def _stacks_on_signal() -> None:
+    """At the entry's deadline the host has the warden pass protocol.STACK_SIGNAL here, a
+    moment before the kill: every thread's stack goes to stderr, the container's logs
+    (issue 34: a timeout said nothing of where the entry hung). Registered first, before any
+    import that could hang."""
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.Signals[STACK_SIGNAL], all_threads=True)
 
 
 def _prepare(phase: Phases) -> str:

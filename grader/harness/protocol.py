@@ -38,6 +38,7 @@ GO_FILE = "go.json"  # the release of a held timed loop
 
 # -- files the harness writes in OUT ----------------------------------------------------------
 # Names with a dot first are not output files (evidence.read_out_dir passes them over).
+ARMED_FILE = ".armed.json"  # the entry's harness is set up, no entry code run: its clock starts
 READY_FILE = "ready.json"  # the entry's module is imported (a frame under the warden)
 RESULT_FILE = "result.json"  # the run's record (a frame under the warden)
 CASES_FILE = ".cases.json"  # a held reference's case results, before its timed loop
@@ -69,14 +70,23 @@ LOG_BYTES_ENV = "GRADER_LOG_BYTES"  # an entry's log budget (spec.Limits.log_byt
 CHANNEL_ENV = "GRADER_CHANNEL"  # in the harness's environment: the frame pipe's fd
 FRAME_FD = 3  # the frame pipe's write end in the harness's process
 TOKEN_FD = 4  # a pipe holding the warden's token, read and closed before entry code runs
-# Frame kinds: the harness sends the first four (with the token), the warden relays them or
-# sends TAMPERING instead.
-STANDBY, READY, TRACED, RESULT, TAMPERING = "standby", "ready", "traced", "result", "tampering"
+# Frame kinds: the harness sends the first five (with the token), the warden relays them or
+# sends TAMPERING instead. ARMED: the harness's set-up (the container's start, `import torch`,
+# the recorder) is done and no entry code has run: the host counts the entry's wall-clock
+# limit from it (issue 34: --timeout counted the set-up).
+STANDBY, ARMED, READY, TRACED, RESULT, TAMPERING = (
+    "standby", "armed", "ready", "traced", "result", "tampering")
 # The files that travel as frames when the warden runs the harness.
-FRAMES = {GATE_FILE: STANDBY, READY_FILE: READY, TRACED_FILE: TRACED, RESULT_FILE: RESULT}
+FRAMES = {GATE_FILE: STANDBY, ARMED_FILE: ARMED, READY_FILE: READY, TRACED_FILE: TRACED,
+          RESULT_FILE: RESULT}
 # Raw JSON bytes per frame as the harness writes it (envelope and token included). The host
 # caps a result at evidence.MAX_JSON (4 MiB); the envelope adds the outputs' hashes.
-FRAME_MAX = {STANDBY: 4 << 10, READY: 256 << 10, TRACED: 4 << 10, RESULT: 8 << 20}
+FRAME_MAX = {STANDBY: 4 << 10, ARMED: 4 << 10, READY: 256 << 10, TRACED: 4 << 10,
+             RESULT: 8 << 20}
+# The signal the host sends an entry's container at its deadline, a moment before the kill:
+# the warden passes it to the harness, whose faulthandler writes every thread's stack to the
+# logs (evidence of where a hung entry was, never a verdict).
+STACK_SIGNAL = "SIGUSR1"
 # What the host reads of the stdout stream at most: every frame once, base64 (4/3), plus the
 # log driver's per-line cost. The engine sizes the log file from it (spec.ContainerSpec).
 STDOUT_BYTES = 12 << 20

@@ -13,15 +13,22 @@ dumpable (prctl), so the worker, of the same uid, cannot open /proc/1/fd/*, read
 /proc/1/mem or ptrace it; signals sent to a namespace's init from inside without a handler
 are dropped by the kernel, so the worker cannot stop or kill it.
 
-The warden checks the frames in protocol order (STANDBY first when GRADER_STANDBY=1; READY
-exactly once; TRACED at most once, after READY; RESULT exactly once, after READY, and nothing
-after it), sizes capped, and writes each accepted frame to its stdout as one line of base64
-(JSON inside): the host reads them from the container's stdout log stream
-(grader/run/channel.py). On RESULT it kills every other process of the container first
-(kill(-1, SIGKILL): the worker, its threads, any daemon it forked), reaps them, and only then
+The warden checks the frames in protocol order (STANDBY first when GRADER_STANDBY=1; ARMED at
+most once, before READY; READY exactly once; TRACED at most once, after READY; RESULT exactly
+once, after READY, and nothing after it), sizes capped, and writes each accepted frame to its
+stdout as one line of base64 (JSON inside): the host reads them from the container's stdout
+log stream (grader/run/channel.py). On RESULT it kills every other process of the container
+first (kill(-1, SIGKILL): the worker, its threads, any daemon it forked), reaps them, and only then
 writes RESULT and exits 0: nothing the entry runs after its last call (a finaliser, a thread,
 an atexit hook) can change what the host receives. Anything out of order, duplicated,
 malformed or without the token becomes a TAMPERING frame instead, and the container ends.
+
+The host sends protocol.STACK_SIGNAL to pid 1 at the entry's deadline, a moment before the
+kill (issue 34: a timeout said nothing of where the entry was). The warden passes it on to the
+worker, whose faulthandler writes every thread's stack to its stderr, which the warden relays
+into the logs like any of its output: evidence of where it hung, never a verdict. Having a
+handler, pid 1 now also takes that one signal from inside; the entry can only make itself dump
+its own stacks into its own capped logs with it.
 
 Standard library only (the names it shares with the host are protocol.py's).
 """
@@ -42,12 +49,14 @@ import time
 from typing import Any
 
 from .protocol import (
+    ARMED,
     CHANNEL_ENV,
     FRAME_FD,
     FRAME_MAX,
     LOG_BYTES_ENV,
     READY,
     RESULT,
+    STACK_SIGNAL,
     STANDBY,
     STANDBY_ENV,
     TAMPERING,
@@ -147,6 +156,8 @@ class Protocol:
             raise Tampering(f"a {kind} frame before the standby gate")
         elif kind in (TRACED, RESULT) and READY not in seen:
             raise Tampering(f"a {kind} frame before the ready frame")
+        elif kind == ARMED and READY in seen:
+            raise Tampering("an armed frame after the ready frame")
 
 
 class Relay:
@@ -240,6 +251,14 @@ class Warden:
         for fd in (self.frames_fd, out_fd, err_fd):
             os.set_blocking(fd, False)
             self.sel.register(fd, selectors.EVENT_READ)
+        signal.signal(signal.Signals[STACK_SIGNAL], self._pass_on)
+
+    def _pass_on(self, signum: int, _frame: Any) -> None:
+        """The host's STACK_SIGNAL, to the worker (its faulthandler dumps its stacks)."""
+        try:
+            os.kill(self.worker, signum)
+        except ProcessLookupError:
+            pass
 
     def run(self) -> int:
         channel_closed: float | None = None

@@ -116,6 +116,7 @@ class _EntryRun:
     beside: Beside | None
     delivered: bool = False
     held: bool = False
+    armed: bool = False
     _tick: float = 0.0
 
     def wait(self) -> ExitState:
@@ -125,6 +126,7 @@ class _EntryRun:
     def _look(self) -> None:
         now = time.monotonic()
         step, self._tick = now - self._tick, now
+        self.armed = _armed(self.ent, self.armed)
         if not self.delivered and _ready(self.ent):
             self.delivered = True
             self.held = (self.beside is not None and self.sb.timing is not None
@@ -145,6 +147,17 @@ def _still_held(beside: Beside, ent: Container, in_dir: Path, step: float) -> bo
         return False
     if read_frames(ent.stdout()).traced:
         ent.extend(step)
+    return True
+
+
+def _armed(ent: Container, armed: bool) -> bool:
+    """Whether the entry's harness has armed its clock (protocol.ARMED: set up, no entry code
+    run yet); the first look that finds it starts the container's clock, so that --timeout
+    counts neither the container's start nor its cold imports (issue 34). Until then its
+    deadline allows the set-up too (Limits.setup_s)."""
+    if armed or not read_frames(ent.stdout()).armed:
+        return armed
+    ent.rebase()
     return True
 
 
@@ -401,6 +414,7 @@ class _PairRun:
     # The entry's job went out while `beside` still imported: its timed loops wait for GO.
     timing_held: bool = False
     released: bool = False  # the reference's timed loop has its GO
+    armed: bool = False  # the entry's clock has started (_armed)
 
     def exited(self) -> bool:
         return self.ref_exit is not None and self.ent_exit is not None
@@ -408,6 +422,8 @@ class _PairRun:
     def look(self) -> None:
         self.ref_exit = self.ref_exit or self.st.ref.poll()
         self.ent_exit = self.ent_exit or self.st.ent.poll()
+        if self.ent_exit is None:
+            self.armed = _armed(self.st.ent, self.armed)
 
     def read_cases(self) -> None:
         """The reference's case results, read until known, then kept. Once they are all ok

@@ -2,8 +2,8 @@
 
 An entry's container runs the warden as pid 1 (grader/harness/warden.py); it alone writes
 the container's stdout, one base64 line per protocol frame it accepted from the harness
-(standby gate, ready, traced, result) or one `tampering` frame. This module parses that stream
-without trusting it (it still comes out of the entry's container) and merges it with the
+(standby gate, armed, ready, traced, result) or one `tampering` frame. This module parses that
+stream without trusting it (it still comes out of the entry's container) and merges it with the
 output folder: the ready and result records come only from frames, and ready.json or
 result.json files in the folder are tampering (evidence that arrived another way). The result
 frame lists the sha256 of each output file as the harness left it; a file that differs, or
@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.harness.protocol import (
+    ARMED,
     FRAME_MAX,
     OUTPUTS,
     READY,
@@ -64,6 +65,13 @@ class TracedFrame(BaseModel):
     ok: bool
 
 
+class ArmedFrame(BaseModel):
+    """The entry's harness is set up and has run no entry code (its wall clock starts)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ok: bool
+
+
 class TamperingFrame(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     reason: str = Field(max_length=4000)
@@ -74,6 +82,7 @@ class Frames:
     """What came over one container's channel, checked."""
 
     standby: GateFrame | None = None
+    armed: bool = False
     ready: ReadyFile | None = None
     traced: bool = False
     result: ResultFile | None = None
@@ -114,6 +123,8 @@ def _take(frames: Frames, line: bytes) -> None:
             frames.anomalies.append(f"{CHANNEL} tampering: {frames.tampering}")
         elif kind == STANDBY and frames.standby is None:
             frames.standby = GateFrame.model_validate(data)
+        elif kind == ARMED and not frames.armed:
+            frames.armed = ArmedFrame.model_validate(data).ok
         elif kind == READY and frames.ready is None:
             frames.ready = ReadyFile.model_validate(data)
         elif kind == TRACED and not frames.traced:

@@ -19,6 +19,10 @@ from grader.sandbox.spec import Limits
 from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
 
+# An entry's harness set-up (the container's start, a cold `import torch`, the recorder) is
+# allowed this long before --timeout starts to count (sandbox.spec.Limits.setup_s): seconds on
+# a loaded host; the same allowance as a standby's (run.batch.GATE_WAIT_S).
+ENTRY_SETUP_S = 300.0
 # auto: smoke shapes on the CPU interpreter (the others take minutes there), all on a GPU.
 ShapeSelection = Literal["auto", "all", "smoke", "scored"]
 
@@ -73,7 +77,7 @@ class RunConfig:
     # this many.
     ahead_depth: int = 2
     # The limits before --device cuda and --timeout (see entry_limits, reference_limits).
-    base_entry_limits: Limits = field(default_factory=Limits)
+    base_entry_limits: Limits = field(default_factory=lambda: Limits(setup_s=ENTRY_SETUP_S))
     base_reference_limits: Limits = field(default_factory=lambda: Limits(
         memory_bytes=8 << 30, pids=512, output_bytes=4 << 30, wall_s=600.0))
 

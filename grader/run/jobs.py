@@ -30,6 +30,7 @@ from grader.harness.protocol import (
     PROBLEM,
     RECIPE_DIR,
     RECIPE_FILE,
+    STACK_SIGNAL,
     STANDBY_ENV,
     STDOUT_BYTES,
     case_file,
@@ -213,7 +214,8 @@ def container_spec(sb: WorkerSetup, image: str, role: Role, binds: list[Bind], l
     return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
                          role=role, session=sb.session, env=env,
                          binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu,
-                         stdout_bytes=STDOUT_BYTES if channel else 0)
+                         stdout_bytes=STDOUT_BYTES if channel else 0,
+                         stack_signal=STACK_SIGNAL if channel else None)
 
 
 def reference_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,

@@ -29,6 +29,9 @@ IMAGE_LABEL = "grader.image"
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 ENGINE_HINT = ("check the engine (`grader doctor`), then run the same command with --resume: "
                "problems already graded are kept")
+# From a container's stack_signal to its kill: faulthandler writes at once and the warden
+# relays within its 0.2 s select (harness/warden.py).
+STACK_GRACE_S = 1.0
 
 
 @contextmanager
@@ -242,7 +245,8 @@ class RunningContainer:
         self.container = container
         self.spec = spec
         self.started = time.monotonic()
-        self.deadline = self.started + spec.limits.wall_s
+        # Until its clock is started (rebase), its set-up is allowed too (Limits.setup_s).
+        self.deadline = self.started + spec.limits.setup_s + spec.limits.wall_s
         self.held_s = 0.0
 
     @property
@@ -279,7 +283,8 @@ class RunningContainer:
 
     def rebase(self) -> None:
         """Count the wall-clock limit and the wall time from now: a standby container's wait
-        for its release (run.batch.Standby) is not its own."""
+        for its release (run.batch.Standby), and an entry's set-up before its harness armed
+        its clock (run.batch), are not its own."""
         self.started = time.monotonic()
         self.deadline = self.started + self.spec.limits.wall_s
 
@@ -289,9 +294,22 @@ class RunningContainer:
         running = bool(self.attrs()["State"]["Running"])
         if running and time.monotonic() < self.deadline:
             return None
+        stopped = time.monotonic()  # its wall time ends at the deadline, not after the kill
         if running:
+            self._last_words()
             self.kill()
-        return self._exit_state(timed_out=running)
+        return self._exit_state(timed_out=running, at=stopped if running else None)
+
+    def _last_words(self) -> None:
+        """At the deadline: the spec's stack_signal, and a moment for what it makes the
+        container write (an entry's stacks) to reach the logs, before the kill."""
+        if self.spec.stack_signal is None:
+            return
+        try:
+            self.container.kill(signal=self.spec.stack_signal)
+        except ENGINE_ERRORS:
+            return  # exited meanwhile, or the engine failed: the kill says which
+        time.sleep(STACK_GRACE_S)
 
     def wait(self, on_poll: Callable[[], None] | None = None,
              wall_s: float | None = None) -> ExitState:
@@ -304,8 +322,8 @@ class RunningContainer:
             time.sleep(POLL_S)
         return done
 
-    def _exit_state(self, timed_out: bool) -> ExitState:
-        wall = time.monotonic() - self.started - self.held_s
+    def _exit_state(self, timed_out: bool, at: float | None = None) -> ExitState:
+        wall = (time.monotonic() if at is None else at) - self.started - self.held_s
         state = self.attrs()["State"]
         logs, truncated = self.logs()
         return ExitState(

@@ -36,7 +36,8 @@ class ExitState:
 @runtime_checkable
 class Container(Protocol):
     """A started container. Its wall-clock limit (spec.limits.wall_s) counts from its start,
-    less the time the grader held it."""
+    less the time the grader held it; until `rebase` starts its clock, its set-up is allowed
+    on top (spec.limits.setup_s). At the deadline it gets spec.stack_signal, then the kill."""
 
     def running(self) -> bool:
         """Whether it still runs."""
@@ -62,7 +63,8 @@ class Container(Protocol):
         ...
 
     def rebase(self) -> None:
-        """Count its wall clock and its deadline from now (a standby's wait was not its own)."""
+        """Count its wall clock and its deadline from now (a standby's wait, an entry's set-up
+        before its harness armed its clock, were not its own)."""
         ...
 
     def stdout(self) -> bytes:

@@ -29,6 +29,11 @@ class Limits:
     log_bytes: int = 1 << 20  # stdout+stderr kept on disk by the engine
     wall_s: float = 300.0
     nofile: int = 1024
+    # Allowed on top of wall_s until the container's clock is started (Container.rebase: an
+    # entry's harness arms it once set up, before any entry code runs, protocol.ARMED): the
+    # container's start and its cold `import torch` are not the entry's time (issue 34:
+    # --timeout 3 timed out an honest smoke kernel). 0: the clock counts from the start.
+    setup_s: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +68,9 @@ class ContainerSpec:
     user: str = "65534:65534"
     gpu: GpuAccess | None = None
     workdir: str = "/tmp"
+    # Sent at the deadline, a moment before the kill (an entry's: protocol.STACK_SIGNAL, for
+    # its stacks in the logs); None: the kill alone.
+    stack_signal: str | None = None
     # > 0: stdout is a protocol channel (an entry's warden writes its frames there,
     # harness/warden.py), read apart from the logs, at most this many bytes; 0: stdout is log.
     stdout_bytes: int = 0

@@ -68,3 +68,28 @@ def test_failures_show_the_users_file_and_line(engine, runtime, tmp_path: Path) 
     assert "incorrect" in res.stdout and "; worst: output 0[" in res.stdout, res.stdout
     rep = json.loads((tmp_path / "wrong" / "report.json").read_text())
     assert "got " in rep["problems"][0]["shapes"][0]["detail"]
+
+
+def test_timeout_counts_the_entry_and_shows_where_it_hung(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Friction 4: --timeout counted the container's start and `import torch`, so an honest
+    smoke kernel was `timeout` at --timeout 3, with the message a real hang gets; and a hang
+    said nothing of where the entry was."""
+    honest = tmp_path / "my_add.py"
+    honest.write_text(ADD)
+    res = _run(honest, tmp_path / "honest", "--timeout", "3")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((tmp_path / "honest" / "report.json").read_text())
+    assert rep["problems"][0]["verdict"] == "passed", rep["problems"][0]["shapes"][0]["detail"]
+
+    hung = tmp_path / "my_hang.py"
+    hung.write_text(ADD.replace("    out = torch.empty_like(x)\n",
+                                "    _wait_forever()\n    out = torch.empty_like(x)\n")
+                    + "\n\ndef _wait_forever():\n    while True:\n        pass\n")
+    res = _run(hung, tmp_path / "hung", "--timeout", "3")
+    assert res.returncode == 0, res.stderr
+    shape = json.loads((tmp_path / "hung" / "report.json").read_text())["problems"][0][
+        "shapes"][0]
+    assert shape["verdict"] == "timeout"
+    assert "killed after 3 s" in shape["detail"]  # the limit counts from the harness's set-up
+    assert "most recent call first" in shape["error_excerpt"]  # faulthandler, relayed
+    assert f"at {hung}:24 (in _wait_forever) when it was stopped" in res.stdout, res.stdout

@@ -28,6 +28,7 @@ from grader.errors import InfraError
 from grader.harness import tensors
 from grader.harness.fresh import sample
 from grader.harness.protocol import (
+    ARMED,
     CASES_FILE,
     ENTRY,
     EXPECTED,
@@ -69,7 +70,7 @@ class FakeContainer:
         self.code_dir = binds.get(ENTRY)
         self.gated = spec.env.get(STANDBY_ENV) == "1"
         self.started = time.monotonic()
-        self.deadline = self.started + spec.limits.wall_s
+        self.deadline = self.started + spec.limits.setup_s + spec.limits.wall_s
         self.held_s = 0.0
         self.frames = bytearray()
         self.log_lines: list[str] = []
@@ -297,14 +298,20 @@ def reference(*, failing: str | None = None) -> Script:
 
 def entry(*, compute: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = torch.add,
           dies: str | None = None, exit_code: int = 137, oom: bool = False,
-          ready_ok: bool = True, hangs: bool = False, ready_file: bool = False) -> Script:
+          ready_ok: bool = True, hangs: bool = False, ready_file: bool = False,
+          set_up_s: float = 0.0) -> Script:
     """The entry's harness under its warden. `dies`: "import" (before its ready frame) or
     "calls" (after its job came), with `exit_code` (and `oom`: the memory limit's kill);
     `ready_ok=False`: its module failed to import (exit 3, as the harness does); `hangs`: it
-    never ends; `ready_file`: it writes ready.json itself (as entry code could) and exits."""
+    never ends; `ready_file`: it writes ready.json itself (as entry code could) and exits;
+    `set_up_s`: its harness's set-up (cold imports) takes that long before it arms its clock."""
 
     def script(c: FakeContainer) -> Steps:
         yield from c.gate()
+        until = time.monotonic() + set_up_s
+        while time.monotonic() < until:
+            yield
+        c.send(ARMED, {"ok": True})
         c.seen_at_import = sorted(p.name for p in c.in_dir.iterdir())
         c.note("imported")
         if ready_file:

@@ -400,3 +400,29 @@ def test_a_cached_batch_whose_outputs_need_larger_caps_starts_afresh(
     assert first.gated and first.removed and not fresh.gated
     assert fresh.spec.limits == needed and standby.closed
     assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_the_wall_clock_starts_when_the_harness_is_set_up(tmp_path: Path, problem: Problem
+                                                          ) -> None:
+    """Issue 34: --timeout counted the container's start and the cold `import torch`, so an
+    honest smoke kernel was `timeout` at --timeout 3. The entry's harness arms its clock once
+    set up (before any entry code); until then the set-up is allowed on top (Limits.setup_s),
+    from then on only the limit. The same limits time out an entry that hangs once armed."""
+    shapes = problem.shapes[:1]
+    limits = Limits(wall_s=0.5, setup_s=30.0)
+
+    def graded(script: Script) -> tuple[ShapeResult, FakeEngine]:
+        engine = _engine(ent=script)
+        sb = _sandbox(engine)
+        batch = _batch(tmp_path, problem, sb, shapes, entry_limits=plan.entry_limits_from_count(
+            limits, problem, shapes, {shapes[0].id: 2}))
+        _pair_result, results = _pair(sb, batch, problem)
+        assert results is not None
+        return results[0], engine
+
+    slow, engine = graded(entry(set_up_s=1.0))  # set-up twice the limit: not the entry's
+    assert slow.verdict is Verdict.PASSED, slow.detail
+    hung, engine = graded(entry(set_up_s=1.0, hangs=True))
+    assert hung.verdict is Verdict.TIMEOUT
+    ent = engine.of(Role.ENTRY)[0]
+    assert ent.poll() is not None and ent.poll().wall_s < 5.0  # killed at its limit after arming

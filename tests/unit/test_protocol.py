@@ -103,12 +103,12 @@ def test_the_harness_imports_the_standard_library_torch_and_triton(path: Path) -
 
 def test_frames_and_files_agree() -> None:
     assert set(protocol.FRAMES.values()) == set(protocol.FRAME_MAX) == {
-        protocol.STANDBY, protocol.READY, protocol.TRACED, protocol.RESULT}
+        protocol.STANDBY, protocol.ARMED, protocol.READY, protocol.TRACED, protocol.RESULT}
     assert protocol.TAMPERING not in protocol.FRAME_MAX  # the warden's alone
     assert protocol.case_file("s.0", protocol.OUTPUTS) == "s.0.out"
     # Files the harness writes that are not outputs start with a dot (evidence.read_out_dir).
     assert all(n.startswith(".") for n in (protocol.CASES_FILE, protocol.GATE_FILE,
-                                           protocol.TRACED_FILE))
+                                           protocol.TRACED_FILE, protocol.ARMED_FILE))
 
 
 def test_host_and_image_put_things_where_the_harness_looks() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from grader.errors import UsageError
 from grader.paths import PROBLEM_BUNDLES
-from grader.run.config import RunConfig
+from grader.run.config import ENTRY_SETUP_S, RunConfig
 from grader.sandbox.spec import Limits
 
 
@@ -22,7 +22,9 @@ def test_defaults_derive_the_cpu_run() -> None:
     cfg = _cfg(suite_roots=())
     assert cfg.suite_roots == (PROBLEM_BUNDLES,)  # empty: the checkout's suites
     assert cfg.secret is None and cfg.shape_selection == "auto"
-    assert cfg.entry_limits == Limits() and cfg.entry_limits is cfg.base_entry_limits
+    # The entry's set-up is allowed on top of its limit, which counts once the harness arms it.
+    assert cfg.entry_limits == Limits(setup_s=ENTRY_SETUP_S)
+    assert cfg.entry_limits is cfg.base_entry_limits
     assert cfg.reference_limits == cfg.base_reference_limits
     rt = cfg.runtime_config
     assert (rt.kind, rt.python) == ("cpu", "python3")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness.protocol import LOG_BYTES_ENV, READY, RESULT, STANDBY, TRACED
+from grader.harness.protocol import ARMED, LOG_BYTES_ENV, READY, RESULT, STANDBY, TRACED
 from grader.harness.warden import Protocol, Tampering, encode_frame, log_cost
 from grader.run.channel import CHANNEL, read_entry_out, read_frames
 
@@ -34,6 +34,8 @@ def _run(proto: Protocol, *kinds: str) -> list[str]:
 def test_the_harness_order_is_accepted() -> None:
     assert _run(Protocol(TOKEN, standby=False), READY, TRACED, RESULT) == [READY, TRACED, RESULT]
     assert _run(Protocol(TOKEN, standby=True), STANDBY, READY, RESULT) == [STANDBY, READY, RESULT]
+    assert _run(Protocol(TOKEN, standby=True), STANDBY, ARMED, READY) == [STANDBY, ARMED, READY]
+    assert _run(Protocol(TOKEN, standby=False), ARMED, READY) == [ARMED, READY]
     kind, body = Protocol(TOKEN, standby=False).check(_line(READY, {"ok": False, "error": "x"}))
     assert (kind, body) == (READY, {"data": {"ok": False, "error": "x"}})  # no token relayed
 
@@ -48,6 +50,9 @@ def test_the_harness_order_is_accepted() -> None:
     (False, [STANDBY], "standby frame out of order"),
     (True, [READY], "before the standby gate"),
     (True, [STANDBY, STANDBY], "a second standby"),
+    (True, [ARMED], "before the standby gate"),
+    (False, [ARMED, ARMED], "a second armed"),
+    (False, [READY, ARMED], "armed frame after the ready"),  # entry code arms nothing
 ])
 def test_frames_out_of_order_are_tampering(standby: bool, kinds: list[str], why: str) -> None:
     proto = Protocol(TOKEN, standby=standby)
@@ -150,6 +155,15 @@ if mode == "close":
     time.sleep(30)
 if mode == "flood":
     sys.stderr.write("<&>" * 400000)
+if mode == "hang":  # as harness/entry.py registers it; the entry then spins in its kernel
+    import faulthandler, signal
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    h._write_json("ready.json", {{"ok": True}})
+    def spin_in_the_kernel():
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            pass
+    spin_in_the_kernel()
 h._write_json("ready.json", {{"ok": True}})
 (h.OUT / "c.0.out").write_bytes(b"honest")
 def rewrite():
@@ -221,3 +235,35 @@ def test_warden_caps_the_logs_by_what_they_cost(tmp_path: Path) -> None:
     assert [f["frame"] for f in frames] == [READY, RESULT]
     assert "beyond the log cap is dropped" in logs
     assert log_cost(logs.encode()) <= 64 << 10
+
+
+def test_the_warden_passes_the_hosts_stack_signal_to_the_harness(tmp_path: Path) -> None:
+    """Issue 34: a timeout said nothing of where the entry was. The host sends STACK_SIGNAL to
+    pid 1 before the kill; the warden passes it on and the harness's faulthandler writes every
+    thread's stack into the logs (evidence, relayed like any output)."""
+    import os
+    import signal
+    import time
+
+    from grader.harness.protocol import STACK_SIGNAL
+
+    (tmp_path / "worker.py").write_text(WORKER.format(repo=str(REPO)))
+    out = tmp_path / "out"
+    out.mkdir()
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO)!r})
+        from grader.harness.warden import main
+        sys.exit(main([sys.executable, {str(tmp_path / "worker.py")!r}, {str(out)!r},
+                       "hang"]))
+    """)
+    warden = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+    assert warden.stdout is not None
+    first = warden.stdout.readline()  # the ready frame: the worker spins now
+    assert json.loads(base64.b64decode(first))["frame"] == READY
+    time.sleep(0.3)
+    os.kill(warden.pid, signal.Signals[STACK_SIGNAL])
+    _out, err = warden.communicate(timeout=60)
+    logs = err.decode()
+    assert "most recent call first" in logs and "in spin_in_the_kernel" in logs, logs
