@@ -359,7 +359,7 @@ def _time_shape(job: _Job, shape: str, plan: dict[str, Any]) -> tuple[dict[str, 
     try:
         fn = _built(job.build, plan["build"], job.recorder)  # before any input exists
         raw, labels = timed_loop(job.call.clock, fn, job.recipe(), job.device, plan, job.spec,
-                                 f"time:{shape}", keep)
+                                 f"time:{shape}", keep, job.phase)
         with job.recorder.internal():
             for cid, samples in taken:
                 if cid is not None:

@@ -77,12 +77,15 @@ def sample(outputs: tuple[Any, ...], seed: int) -> list[Any]:
 
 
 def timed_loop(clock: Any, fn: Any, recipe: Any, device: str, spec: dict[str, Any],
-               knobs: dict[str, Any], label: str,
-               keep: Any = None) -> tuple[dict[str, Any], list[str]]:
+               knobs: dict[str, Any], label: str, keep: Any = None,
+               phase: Any = None) -> tuple[dict[str, Any], list[str]]:
     """One shape's timed loop by its plan (`spec`, run/timed.py's TimedPlan.as_job with the
     shape's params): call i on inputs drawn from its own seed, right before it; with a
     `last` in the plan, one closing call on it once sampling stops. `keep(seed, case id or
-    None, outputs)` after every call."""
+    None, outputs)` after every call; `phase(name)`: the harness's phase counter, which
+    counts the drawing as "timed_inputs" (what fresh inputs cost: docs/benchmarks.md)."""
+    import contextlib
+
     from .timing import time_kernel
 
     calls = spec["calls"]
@@ -93,7 +96,13 @@ def timed_loop(clock: Any, fn: Any, recipe: Any, device: str, spec: dict[str, An
         return int(seed), cid
 
     def draw(i: int) -> tuple[Any, tuple[Any, ...], bool]:
-        return fn, make(recipe, plan_of(i)[0], device, spec["params"]), False
+        with phase("timed_inputs") if phase is not None else contextlib.nullcontext():
+            values = make(recipe, plan_of(i)[0], device, spec["params"])
+            if device.startswith("cuda"):
+                import torch
+
+                torch.cuda.synchronize()  # drawn, not only queued: its cost is counted
+        return fn, values, False
 
     def kept(i: int, out: Any) -> None:
         if keep is not None:

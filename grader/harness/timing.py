@@ -32,6 +32,7 @@ SPIN_CYCLES = 1_000_000  # the shortest spin: about 0.5 ms at H100/H200 clocks
 SPIN_HOST_FACTOR = 2.0
 SPIN_HOST_WINDOW = 4
 MAX_SPIN_US = 20_000.0
+MAX_CYCLES_PER_US = 4_000.0  # a 4 GHz clock: above any GPU's (the H200's peaks near 2 GHz)
 
 
 def _fresh(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -74,7 +75,9 @@ class Spin:
         """One call: its host time, and its spin's cycles and event-timed µs."""
         self.recent.append(host_us)
         if spin_us > 0:
-            rate = cycles / spin_us
+            # Bounded by what a GPU's clock can do: an entry that patched the events' reading
+            # (tests/cases/hostile_gpu/cuda_event_patch) would otherwise size spins of minutes.
+            rate = min(cycles / spin_us, MAX_CYCLES_PER_US)
             self.cycles_per_us = max(rate, self.cycles_per_us or 0.0)
 
 
