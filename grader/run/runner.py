@@ -18,6 +18,7 @@ from grader.intake.bundle import open_bundle
 from grader.intake.packing import packed
 from grader.report.entry_paths import with_entry_paths
 from grader.report.failures import error_lines, failure_lines
+from grader.report.not_graded import write_not_graded
 from grader.report.public import public_view
 from grader.report.render import write_reports
 from grader.report.summaries import ErrorInfo, RunSummary, run_summary
@@ -132,6 +133,10 @@ def grade_bundle(cfg: RunConfig, progress: Progress | None = None) -> Report:
         with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite) as bundle:
             graded = _grade(replace(cfg, bundle=bundle), progress, shown_as)
     except GraderError as exc:
+        # Nothing graded: md, html and junit say why, for a CI job's summary and test results
+        # (a folder holding a report is left as it is).
+        for fmt, path in write_not_graded(ErrorInfo.of(exc), cfg.out_dir, cfg.formats).items():
+            click.echo(f"{fmt}: {path} (not graded)", err=True)
         if cfg.json:
             click.echo(failed_summary(exc, practice=cfg.practice))
         raise

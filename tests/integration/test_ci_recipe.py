@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,9 +16,32 @@ pytestmark = pytest.mark.docker
 SCRIPT = REPO / "ci" / "run-workflow-locally.sh"
 
 
-def _run(submission: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(SCRIPT), str(submission), str(out)], capture_output=True,
-                          text=True, check=False, timeout=1800)
+def _run(submission: Path, out: Path, *suites: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPT), str(submission), str(out), *map(str, suites)],
+                          capture_output=True, text=True, check=False, timeout=1800)
+
+
+def _own_suite(tmp_path: Path) -> tuple[Path, Path]:
+    """A suite of the user's own (the demo's vector_add under another id) and a submission
+    for it."""
+    suite = tmp_path / "suites" / "mine"
+    (suite / "vector_add").mkdir(parents=True)
+    demo = REPO / "problem_bundles" / "demo"
+    for name in ("problem.toml", "reference.py"):
+        shutil.copy(demo / "vector_add" / name, suite / "vector_add" / name)
+    (suite / "suite.toml").write_text(
+        '[suite]\nid = "mine"\ndescription = "the demo\'s vector add, as a suite of its own"\n'
+        'version = "0.1.0"\nproblems = ["vector_add"]\nseeds_per_shape = 2\ntimeout_s = 300\n')
+    weights = (demo / "weights.toml").read_text()
+    keep = [b for b in weights.split("[[weights]]") if "matmul" not in b and "rmsnorm" not in b]
+    (suite / "weights.toml").write_text("[[weights]]".join(keep))
+    entry = tmp_path / "entry"
+    (entry / "kernels").mkdir(parents=True)
+    shutil.copy(REPO / "examples" / "triton" / "kernels" / "vector_add.py", entry / "kernels")
+    (entry / "submission.toml").write_text(
+        '[submission]\nname = "mine-entry"\nsuite = "mine"\ndsl = "triton"\n\n'
+        '[problems.vector_add]\nfile = "kernels/vector_add.py"\n')
+    return suite, entry
 
 
 def test_workflow_commands_grade_the_example(tmp_path: Path) -> None:
@@ -45,3 +69,22 @@ def test_gate_fails_the_job_and_still_publishes(tmp_path: Path) -> None:
     reports = tmp_path / "ci" / "workspace" / "grader-reports"
     assert (reports / "report.html").is_file() and (reports / "report.junit.xml").is_file()
     assert (tmp_path / "ci" / "step-summary.md").read_text().strip()
+
+
+def test_a_suite_of_your_own_and_a_job_that_cannot_grade(tmp_path: Path) -> None:
+    """Issue 34, friction 2: the recipe had no way to name a suite of one's own; the job
+    failed with exit 20 and wrote no JUnit, HTML or summary."""
+    suite, entry = _own_suite(tmp_path)
+    res = _run(entry, tmp_path / "ci", suite)
+    assert res.returncode == 0, res.stdout + res.stderr
+    reports = tmp_path / "ci" / "workspace" / "grader-reports"
+    assert json.loads((reports / "report.json").read_text())["suite"]["id"] == "mine"
+    # Without the suite: the grader's own code, and every file a job publishes says why.
+    res = _run(entry, tmp_path / "ci2")
+    assert res.returncode == 20, res.stdout + res.stderr
+    reports = tmp_path / "ci2" / "workspace" / "grader-reports"
+    junit = ET.parse(reports / "report.junit.xml").getroot()
+    assert junit.find(".//error") is not None and "not found" in ET.tostring(junit, "unicode")
+    assert "not graded" in (reports / "report.html").read_text()
+    summary = (tmp_path / "ci2" / "step-summary.md").read_text()
+    assert "not graded" in summary and r"GRADER\_SUITES" in summary  # the hint, inert

@@ -29,8 +29,8 @@ PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
 # section of docs/ci.md; a new kind of suppression must be added here, deliberately.
 SUPPRESSED = {"dangerous-triggers", "self-hosted-runner"}
 # The steps of the grade job that the local script runs too (the rest need GitHub).
-LOCAL_STEPS = ("Pack the submission", "Static analysis (SARIF)", "Grade on the GPU",
-               "Job summary", "Keep the seed secret on the runner")
+LOCAL_STEPS = ("Static analysis (SARIF)", "Grade on the GPU", "Job summary",
+               "Keep the seed secret on the runner")
 
 
 def _workflow() -> dict[str, Any]:
@@ -105,8 +105,8 @@ def test_zizmor_still_sees_an_unpinned_action(tmp_path: Path) -> None:
     bad = tmp_path / ".github" / "workflows" / "bad.yml"
     bad.parent.mkdir(parents=True)
     bad.write_text(WORKFLOW.read_text().replace(
-        "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1",
-        "actions/checkout@v7"))
+        "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0",
+        "actions/upload-artifact@v7"))
     res = subprocess.run([_zizmor(), "--offline", "--no-config", "--format", "json",
                           "--no-exit-codes", str(bad)],
                          capture_output=True, text=True, timeout=120, check=False)
@@ -181,14 +181,26 @@ def test_grade_job_runs_nothing_from_the_checkout() -> None:
     steps = job["steps"]
     assert steps[0]["name"].startswith("Check the runner")
     assert "grader-ci-job" in steps[0]["run"] and ".ssh/id_*" in steps[0]["run"]
-    checkout = steps[1]
-    assert checkout["uses"].startswith("actions/checkout@")
-    assert checkout["with"]["persist-credentials"] is False
-    assert checkout["with"]["allow-unsafe-pr-checkout"] is True  # read as data only, below
-    assert checkout["with"]["path"] == job["env"]["SUBMISSION_DIR"]
+    # No git checkout at all (zizmor's unsafe-checkout, issue 34): GitHub's archive of the
+    # head commit, pinned by its sha, of which only the two paths grader packs are unpacked.
+    fetch = steps[1]
+    assert fetch["name"].startswith("Fetch the pull request's submission files")
+    assert "uses" not in fetch and not any("actions/checkout" in str(s) for s in steps)
+    assert fetch["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
+    script = fetch["run"]
+    assert '/tarball/$HEAD_SHA"' in script and "--proto '=https'" in script
+    [untar] = [line for line in script.splitlines() if line.startswith("tar ")]
+    assert '-C "$SUBMISSION_DIR"' in untar and "--no-wildcards-match-slash" in untar
+    assert untar.split("--no-wildcards-match-slash ")[1].split(" || ")[0] == \
+        "'*/submission.toml' '*/kernels/*.py'"
+    assert "--no-same-owner" in untar and "--no-same-permissions" in untar
+    # The fetch writes the files and runs none of them; every later step only hands the
+    # folder to grader.
+    fetched = {"archive=\"$RUNNER_TEMP/pr.tar.gz\"", "curl", "rm", "tar", "if"}
+    assert {line.split()[0] for line in script.splitlines()} <= fetched
     allowed = {'"$GRADER"', "rm", "if", "fi", "then", "else", "for", "done", "echo", "exit",
                "touch", "marker=\"$HOME/.grader-ci-job\"", "stop=$(cat"}
-    for step in steps:
+    for step in steps[2:] + steps[:1]:
         for line in step.get("run", "").splitlines():
             words = line.split()
             assert not words or words[0] in allowed, line
@@ -212,14 +224,17 @@ def test_workflow_runs_the_commands_the_issue_names() -> None:
     job = _job(data)
     assert (job["env"]["GRADER_DEVICE"], job["env"]["GRADER_RUNTIME"]) == ("cuda", "host")
     subcommands = [line.split()[1] for line in _run_lines(data)]
-    assert subcommands == ["bundle", "check", "run"]
-    run = _run_lines(data)[2]
+    assert subcommands == ["check", "run"]
+    run = _run_lines(data)[1]
+    assert run.startswith('"$GRADER" run "$SUBMISSION_DIR" ')  # packed as bundle create does
     assert "--format json,html,md,junit" in run and '--fail-on "$FAIL_ON"' in run
+    # A suite of your own: the administrator's folders, from a repository variable.
+    assert job["env"]["GRADER_SUITES"] == "${{ vars.GRADER_SUITES }}"
     steps = _steps(data)
     summary = steps["Job summary"]["run"]
     assert "GITHUB_STEP_SUMMARY" in summary and "report.md" in summary
-    publishing = [steps[n] for n in ("Job summary", "Keep the seed secret on the runner",
-                                     "Keep the reports")]
+    publishing = [steps[n] for n in ("Grade on the GPU", "Job summary",
+                                     "Keep the seed secret on the runner", "Keep the reports")]
     assert all("!cancelled()" in s["if"] for s in publishing)
 
 
