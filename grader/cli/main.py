@@ -19,16 +19,28 @@ if TYPE_CHECKING:
 
 
 
+ANY_FAILURE = "any-failure"  # --fail-on's shorthand: every verdict but passed (issue 34)
+
+
 def _verdict_set(value: str) -> frozenset[Verdict]:
     from grader.verdicts import Verdict
 
     names = [v.strip() for v in value.split(",") if v.strip()]
+    if ANY_FAILURE in names:
+        return frozenset(Verdict) - {Verdict.PASSED}
     try:
         return frozenset(Verdict(n) for n in names)
     except ValueError:
         raise click.BadParameter(
-            f"{value!r}: expected verdicts among {', '.join(v.value for v in Verdict)}"
-        ) from None
+            f"{value!r}: expected verdicts among {', '.join(v.value for v in Verdict)}, or "
+            f"{ANY_FAILURE}") from None
+
+
+def _gate(fail_on: frozenset[Verdict], require: frozenset[Verdict]) -> frozenset[Verdict]:
+    """--fail-on's verdicts, and with --require every verdict it does not name."""
+    from grader.verdicts import Verdict
+
+    return fail_on | (frozenset(Verdict) - require if require else frozenset())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,7 +85,17 @@ def cli(ctx: click.Context, debug: bool) -> None:
               help="Reports meant for publication (a CI summary): html, md and junit leave "
               "the entry's output out but for compile and runtime errors; report.json keeps it.")
 @click.option("--fail-on", default="", callback=lambda c, p, v: _verdict_set(v),
-              help="Exit 3 when any shape gets one of these verdicts (e.g. fallback,incorrect).")
+              help="Exit 3 when any shape gets one of these verdicts (e.g. fallback,incorrect; "
+              f"{ANY_FAILURE}: any verdict but passed).")
+@click.option("--require", default="", callback=lambda c, p, v: _verdict_set(v),
+              help="Exit 3 when any shape gets a verdict other than these (--require passed: "
+              "the same as --fail-on any-failure).")
+@click.option("-k", "keywords", multiple=True, metavar="TEXT",
+              help="Grade only the shapes whose PROBLEM/SHAPE contains TEXT (repeat: any of "
+              "them), as pytest's -k; a problem left no shape is not graded.")
+@click.option("--last-failed", "--lf", "rerun_failed", is_flag=True,
+              help="Grade again only the shapes that did not pass in -o's report.json, from "
+              "the run before (all of them when none failed or there is none).")
 @click.option("--seed-secret", default=None, help="Hex secret to reproduce a run's inputs.")
 @click.option("--resume", is_flag=True,
               help="Finish the interrupted run checkpointed in -o: the same bundle and options; "
@@ -120,7 +142,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
         log_format: str, resume: bool, sequential: bool, start_ahead: str,
         ahead_depth: int, suite: str | None, force: bool, keep_checkpoint: bool,
-        practice: bool, as_json: bool) -> None:
+        practice: bool, as_json: bool, require: frozenset[Verdict],
+        keywords: tuple[str, ...], rerun_failed: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
     from grader.run.config import RunConfig
@@ -130,7 +153,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         cfg = RunConfig(
             bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
             device=device, shapes=shapes, problems=problems, seeds=seeds, timeout=timeout,
-            formats=formats, public=public, fail_on=fail_on, seed_secret=seed_secret,
+            formats=formats, public=public, fail_on=_gate(fail_on, require),
+            keywords=keywords, seed_secret=seed_secret,
             quiet=quiet, log_format=log_format, runtime=runtime, python=python,
             cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
             hardware=hardware, resume=resume, overlap=not sequential, start_ahead=start_ahead,
@@ -140,6 +164,11 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         if as_json:  # one summary object on stdout, also when the run fails
             click.echo(failed_summary(exc, practice=practice))
         raise
+    if rerun_failed:
+        from grader.run.last_failed import last_failed
+
+        cfg, said = last_failed(cfg)
+        click.echo(said, err=True)
     grade_bundle(cfg)
 
 

@@ -44,6 +44,12 @@ class RunConfig:
     jobs: int = 1  # --device cpu: problems graded at once
     shapes: str = "auto"  # a ShapeSelection, as given: see shape_selection
     problems: tuple[str, ...] = ()  # empty: every problem of the suite
+    # -k: only the shapes whose PROBLEM/SHAPE contains one of these (as pytest's -k, by
+    # substring); empty: every shape --shapes selects.
+    keywords: tuple[str, ...] = ()
+    # --last-failed (run/last_failed.py): only these PROBLEM/SHAPE ids, `PROBLEM/*` for a
+    # whole problem; empty: no such narrowing.
+    only_shapes: tuple[str, ...] = ()
     seeds: int | None = None  # input sets per shape; None: the suite's setting
     timeout: float | None = None  # wall-clock limit of each entry container, seconds
     formats: tuple[str, ...] = ("json", "html")
@@ -86,11 +92,28 @@ class RunConfig:
         _ = self.secret  # raises UsageError for a secret that is not hexadecimal
         if self.practice:
             practice_shapes(self.shapes)  # raises for --shapes all|scored
+        if self.resume and (self.keywords or self.only_shapes):
+            raise UsageError("--resume finishes the run checkpointed in -o as it was started: "
+                             "it takes no -k or --last-failed",
+                             hint="resume first, then grade again with -k or --last-failed")
         if self.runtime == "cpu" and self.device == "cuda":
             raise UsageError("--device cuda with --runtime cpu: the cpu runtime image has no "
                              "CUDA build of torch",
                              hint="add --runtime host (the host's CUDA stack, read-only) or "
                              "--runtime cuda (an image FROM --cuda-base)")
+
+    def picks(self, problem: str, shape: str) -> bool:
+        """Whether -k and --last-failed leave `shape` of `problem` in."""
+        name = f"{problem}/{shape}"
+        return ((not self.keywords or any(k in name for k in self.keywords))
+                and (not self.only_shapes or name in self.only_shapes
+                     or f"{problem}/*" in self.only_shapes))
+
+    def picks_any(self, problem: str, shapes: list[str]) -> bool:
+        """Whether -k and --last-failed leave any of `shapes` in (a problem they leave none
+        of is not graded at all, rather than graded `missing`)."""
+        return (not self.keywords and not self.only_shapes) or any(
+            self.picks(problem, s) for s in shapes)
 
     @property
     def secret(self) -> bytes | None:

@@ -297,7 +297,8 @@ class Grader:
             runtime = ensure_runtime(self.engine, cfg.runtime_config)
             self.images["runtime"] = runtime.id
             todo = [b for pid, b in suite.problems.items()
-                    if not cfg.problems or pid in cfg.problems]
+                    if (not cfg.problems or pid in cfg.problems)
+                    and cfg.picks_any(pid, [s.id for s in b.problem.shapes])]
             t0 = time.monotonic()
             problems = self.grade_all(suite, todo, sub, runtime.tag, done)
             wall = time.monotonic() - t0

@@ -79,7 +79,7 @@ def derive_module_seed(secret: bytes, case_seed: int) -> int:
 
 
 def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
-    shapes = bundle.problem.shapes
+    shapes = [s for s in bundle.problem.shapes if cfg.picks(bundle.id, s.id)]  # -k
     selection = cfg.shape_selection
     if selection == "auto":
         selection = "smoke" if cfg.device == "cpu" else "all"

@@ -57,19 +57,68 @@ def signature(reference_source: str, problem_id: str) -> str:
     raise ProblemError(f"problem {problem_id}: reference.py has no def reference(...)")
 
 
-def module_signature(sources: Mapping[str, str], problem: Problem) -> str:
-    """A module problem's entry: `class ModelNew(torch.nn.Module)` with the constructor and
-    forward arguments of the reference's `class Model` (found in reference.py or the files it
-    wraps)."""
-    head = f"class {problem.entry_names()[0]}(torch.nn.Module)"
+def _model_methods(sources: Mapping[str, str], problem: Problem
+                   ) -> dict[str, ast.arguments] | None:
+    """The arguments of `__init__` and `forward` of the reference's `class Model` (in
+    reference.py or the files it wraps); None when there is no such class."""
     for name, text in sources.items():
         for node in _parse(text, problem.id, name).body:
             if isinstance(node, ast.ClassDef) and node.name == "Model":
-                methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
-                parts = [f"{m}({ast.unparse(methods[m].args)})" for m in ("__init__", "forward")
-                         if m in methods]
-                return f"{head}: {'; '.join(parts)}"
-    return f"{head}: the constructor and forward() of the reference's Model"
+                return {f.name: f.args for f in node.body if isinstance(f, ast.FunctionDef)
+                        and f.name in ("__init__", "forward")}
+    return None
+
+
+def module_signature(sources: Mapping[str, str], problem: Problem) -> str:
+    """A module problem's entry: `class ModelNew(torch.nn.Module)` with the constructor and
+    forward arguments of the reference's `class Model`."""
+    head = f"class {problem.entry_names()[0]}(torch.nn.Module)"
+    methods = _model_methods(sources, problem)
+    if methods is None:
+        return f"{head}: the constructor and forward() of the reference's Model"
+    return f"{head}: " + "; ".join(f"{m}({ast.unparse(a)})" for m, a in methods.items())
+
+
+def _plain(args: ast.arguments) -> str:
+    """`args` without annotations, and with None for a default that is not a constant: the
+    stub must import whatever names the reference's defaults and annotations use."""
+    args = ast.arguments(**{f: getattr(args, f) for f in args._fields})
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None
+    args.defaults = [d if isinstance(d, ast.Constant) else ast.Constant(None)
+                     for d in args.defaults]
+    args.kw_defaults = [d if d is None or isinstance(d, ast.Constant) else ast.Constant(None)
+                        for d in args.kw_defaults]
+    return ast.unparse(args)
+
+
+def kernel_stub(bundle: ProblemBundle, suite_id: str,
+                extra_sources: Mapping[str, str] | None = None) -> str:
+    """`kernels/<id>.py` for the kit: the entry point the harness calls, with the reference's
+    arguments, raising until it is written (issue 34: entrants started from an empty file)."""
+    problem = bundle.problem
+    source = (bundle.directory / "reference.py").read_text(encoding="utf-8")
+    def todo(indent: str) -> str:
+        return (f"{indent}raise NotImplementedError(\n{indent}    \"{problem.id}: write it in "
+                f"Triton; problems/{problem.id}/{SPEC_NAME} says what it computes\")\n")
+
+    head = (f'"""{problem.id} ({problem.operator}): the entry point the grader calls, with the '
+            f"arguments of\nproblems/{problem.id}/reference.py. Try it on the public shapes:\n\n"
+            f"    grader run kernels/{problem.id}.py --problem {problem.id} --suite {suite_id} "
+            '--practice\n"""\n\nfrom __future__ import annotations\n\nimport torch\n'
+            "import triton\nimport triton.language as tl\n\n\n")
+    if problem.interface == "module":
+        methods = _model_methods({"reference.py": source, **(extra_sources or {})}, problem)
+        init = _plain(methods["__init__"]) if methods and "__init__" in methods else "self"
+        fwd = _plain(methods["forward"]) if methods and "forward" in methods else "self, *inputs"
+        return (head + f"class {problem.entry_names()[0]}(torch.nn.Module):\n"
+                f"    def __init__({init}):\n        super().__init__()\n\n"
+                f"    def forward({fwd}):\n" + todo(" " * 8))
+    for node in _parse(source, problem.id, "reference.py").body:
+        if isinstance(node, ast.FunctionDef) and node.name == "reference":
+            return head + f"def kernel({_plain(node.args)}):\n" + todo(" " * 4)
+    raise ProblemError(f"problem {problem.id}: reference.py has no def reference(...)")
 
 
 def spec_of(problem: Problem, reference_source: str,
@@ -150,6 +199,9 @@ Then fill in `submission.toml` and bundle: `tar -cf submission.tar submission.to
 - `problems/<problem>/reference.py`: `reference(*inputs)`, the semantics to match, and
   `make_inputs(seed, device, **params)`, how inputs are built.
 - `submission.toml`: a manifest template naming one kernel file per problem.
+- `kernels/<problem>.py`: a stub of each, the entry point with the reference's arguments,
+  raising `NotImplementedError` until written; `grader run kernels/<problem>.py --problem
+  <problem> --suite {suite.id} --practice` grades one on the public shapes.
 
 ## How it is graded
 
@@ -182,6 +234,9 @@ def kit_files(suite: Suite) -> dict[str, bytes]:
              "submission.toml": submission_template(suite).encode()}
     for bundle in suite.problems.values():
         files.update(_problem_files(bundle))
+        extra = {name: (bundle.directory / name).read_text(encoding="utf-8", errors="replace")
+                 for name in bundle.problem.extra_files}
+        files[f"kernels/{bundle.id}.py"] = kernel_stub(bundle, suite.id, extra).encode()
     return files
 
 

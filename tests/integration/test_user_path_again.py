@@ -93,3 +93,38 @@ def test_timeout_counts_the_entry_and_shows_where_it_hung(engine, runtime, tmp_p
     assert "killed after 3 s" in shape["detail"]  # the limit counts from the harness's set-up
     assert "most recent call first" in shape["error_excerpt"]  # faulthandler, relayed
     assert f"at {hung}:24 (in _wait_forever) when it was stopped" in res.stdout, res.stdout
+
+
+def test_k_and_last_failed_grade_what_was_asked(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """-k grades only the shapes it names; --last-failed only what failed the run before; a
+    --require passed gate exits 3 on what did not pass."""
+    import shutil
+
+    sub = tmp_path / "sub"
+    shutil.copytree(REPO / "examples" / "triton", sub)
+    add = sub / "kernels" / "vector_add.py"
+    add.write_text(add.read_text().replace("x + y", "x - y"))
+    out = tmp_path / "out"
+
+    def run(*extra: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+        res = subprocess.run([sys.executable, "-m", "grader", "run", str(sub), "-o", str(out),
+                              "--format", "json", *extra], capture_output=True, text=True,
+                             cwd=REPO, check=False, timeout=900)
+        rep = json.loads((out / "report.json").read_text())
+        return res, [f"{p['id']}/{s['id']}:{s['verdict']}" for p in rep["problems"]
+                     for s in p["shapes"]]
+
+    res, graded = run("-k", "rmsnorm", "-k", "vector_add")
+    assert res.returncode == 0, res.stderr
+    assert graded == ["vector_add/smoke_4099:incorrect", "rmsnorm/smoke_8x256:passed",
+                      "rmsnorm/smoke_5x200:passed"]  # no matmul
+
+    res, graded = run("--last-failed", "--require", "passed")
+    assert res.returncode == 3, res.stderr  # the gate: vector_add is still incorrect
+    assert "--last-failed: grading again 1 shape(s) that did not pass" in res.stderr
+    assert graded == ["vector_add/smoke_4099:incorrect"], graded
+
+    add.write_text(add.read_text().replace("x - y", "x + y"))
+    res, graded = run("--lf", "--fail-on", "any-failure")
+    assert res.returncode == 0, res.stderr
+    assert graded == ["vector_add/smoke_4099:passed"]

@@ -171,6 +171,12 @@ def test_atrex_release_kit_has_sources_but_no_hidden_files(atrex_suite: Suite) -
     assert 'interface = "module"' in spec and "class Model(torch.nn.Module)" in spec
     assert "__init__(self, in_features, out_features); forward(self, x)" in spec
     assert "interface = \"module\"" in files["README.md"].decode()
+    # The stub is the entry class, with the reference Model's arguments (issue 34).
+    stub = files["kernels/linear.py"].decode()
+    assert "class Model(torch.nn.Module):" in stub  # as the spec's signature names it
+    assert "def __init__(self, in_features, out_features):" in stub
+    assert "def forward(self, x):" in stub and "raise NotImplementedError" in stub
+    compile(stub, "kernels/linear.py", "exec")
     build_kit(atrex_suite)  # no hidden value in any published file
 
 

@@ -107,7 +107,8 @@ def test_kit_contents() -> None:
     assert sorted(files) == sorted(
         ["demo/README.md", "demo/submission.toml"]
         + [f"demo/problems/{p}/{f}" for p in ("vector_add", "rmsnorm", "matmul")
-           for f in ("spec.toml", "reference.py")])
+           for f in ("spec.toml", "reference.py")]
+        + [f"demo/kernels/{p}.py" for p in ("vector_add", "rmsnorm", "matmul")])
     spec = tomllib.loads(files["demo/problems/matmul/spec.toml"].decode())
     assert set(spec) == {"id", "operator", "signature", "description", "dtypes", "tolerance",
                          "shapes"}

@@ -246,3 +246,82 @@ def test_release_warns_of_todo_and_suite_check_of_unlisted_folders(tmp_path: Pat
             "says TODO") in res.stderr
     assert f"warning: {root / 'double' / 'reference.py'}:" in res.stderr
     assert (tmp_path / "k.tar").is_file()  # a warning, not a refusal
+
+
+# -- the features users expected -----------------------------------------------------------
+
+def test_gate_shorthands() -> None:
+    from grader.cli.main import _gate, _verdict_set
+
+    every_failure = frozenset(Verdict) - {Verdict.PASSED}
+    assert _verdict_set("any-failure") == every_failure
+    assert _gate(frozenset(), _verdict_set("passed")) == every_failure  # --require passed
+    assert _gate(_verdict_set("timeout"), _verdict_set("passed,fallback")) == (
+        every_failure - {Verdict.FALLBACK})
+    assert _gate(_verdict_set("incorrect"), frozenset()) == {Verdict.INCORRECT}
+
+
+def test_k_and_last_failed_narrow_the_shapes(tmp_path: Path) -> None:
+    from grader.run.config import RunConfig
+    from grader.run.last_failed import last_failed
+    from grader.run.worker import select_shapes
+    from grader.suite.load import load_suite
+
+    demo = load_suite(PROBLEM_BUNDLES / "demo")
+    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, shapes="all",
+                    keywords=("prefill",))
+    assert [s.id for s in select_shapes(demo.problems["vector_add"], cfg)] == [
+        "residual_prefill"]
+    assert not cfg.picks_any("vector_add", ["smoke_4099"])  # not graded at all, not `missing`
+
+    said = last_failed(cfg)[1]
+    assert said.startswith("--last-failed: no ") and "grading everything" in said
+    shapes = [_shape("smoke_4099", "incorrect", "wrong", None),
+              _shape("residual_decode", "passed", "ok", None)]
+    rep = _report([ProblemResult(id="vector_add", operator="add", verdict=Verdict.INCORRECT,
+                                 shapes=shapes),
+                   ProblemResult(id="matmul", operator="mm", verdict=Verdict.MISSING),
+                   ProblemResult(id="rmsnorm", operator="norm", verdict=Verdict.PASSED,
+                                 shapes=[_shape("s", "passed", "ok", None)])])
+    (tmp_path / "report.json").write_text(rep.model_dump_json())
+    narrowed, said = last_failed(RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path))
+    assert narrowed.problems == ("vector_add", "matmul")
+    assert narrowed.only_shapes == ("vector_add/smoke_4099", "matmul/*")
+    assert "grading again 2 shape(s)" in said
+    assert narrowed.picks("vector_add", "smoke_4099")
+    assert not narrowed.picks("vector_add", "residual_decode")
+    assert narrowed.picks("matmul", "anything")
+
+
+def test_the_kit_holds_a_kernel_stub_per_problem(tmp_path: Path) -> None:
+    import ast
+    import io
+    import tarfile
+
+    from grader.suite.load import load_suite
+    from grader.suite.release_kit import build_kit
+
+    suite = load_suite(PROBLEM_BUNDLES / "demo")
+    with tarfile.open(fileobj=io.BytesIO(build_kit(suite))) as tar:
+        tar.extractall(tmp_path, filter="data")
+    kit = tmp_path / "demo"
+    for pid, bundle in suite.problems.items():
+        stub = (kit / "kernels" / f"{pid}.py").read_text()
+        ref = ast.parse((bundle.directory / "reference.py").read_text())
+        want = next(n for n in ref.body if isinstance(n, ast.FunctionDef)
+                    and n.name == "reference")
+        got = next(n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef)
+                   and n.name == "kernel")
+        assert [a.arg for a in got.args.args] == [a.arg for a in want.args.args]
+        assert f"--problem {pid} --suite demo" in stub
+    # The kit's manifest and stubs are a bundle as they stand; the stub says what is missing.
+    res = _grader("bundle", "create", str(kit), "-o", str(tmp_path / "b.tar"))
+    assert res.returncode == 0, res.stderr
+    namespace: dict[str, object] = {}
+    exec(compile((kit / "kernels" / "vector_add.py").read_text(), "stub", "exec"), namespace)
+    try:
+        namespace["kernel"](1, 2)  # type: ignore[operator]
+    except NotImplementedError as exc:
+        assert "vector_add: write it in Triton" in str(exc)
+    else:
+        raise AssertionError("the stub computes something")
