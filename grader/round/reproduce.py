@@ -28,7 +28,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -249,6 +249,8 @@ def _verify(req: VerifyRequest, old: Report, in_round: tuple[RoundDir, str] | No
         raise UsageError(f"suite {suite.id} at hand is version {suite.info.version}, the "
                          f"report's {old.suite.version}",
                          hint="verify with the suite the report was graded on (--suites)")
+    # The re-grade finds the suite by its id: where it was found here comes first.
+    req = replace(req, suite_roots=(suite.directory.resolve().parent, *req.suite_roots))
     settings = (in_round[0].load_manifest().settings if in_round is not None
                 else settings_of_report(old, suite))
     new = run_grader(regrade_request(req, settings, bundle, work / "out"), None, progress)
