@@ -1,5 +1,5 @@
 """Issue 34, the user's path a second pass: each friction replayed without Docker (the ones
-that need the engine are in tests/integration/test_user_path.py)."""
+that need the engine are in tests/integration/test_user_path_again.py)."""
 
 from __future__ import annotations
 
@@ -7,36 +7,16 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
+
+from test_user_path_run import _report  # the report of issue 23's tests, as they build it
 
 from grader.errors import EXIT_CODES
 from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.results import (
-    Environment,
-    ProblemResult,
-    Report,
-    ShapeResult,
-    SubmissionSummary,
-    SuiteSummary,
-    Summary,
-)
+from grader.results import ProblemResult, ShapeResult
 from grader.verdicts import Verdict
 
 EXAMPLE = REPO / "examples" / "triton"
-
-
-def _report(problems: list[ProblemResult]) -> Report:
-    return Report(
-        created_at=datetime(2026, 12, 1, tzinfo=UTC),
-        submission=SubmissionSummary(name="e", suite="demo", dsl="triton", bundle_sha256="a" * 64),
-        suite=SuiteSummary(id="demo", version="1", weights_version="w1"),
-        environment=Environment(grader_version="0", hardware="h200", device="cpu",
-                                is_performance=False, policy="triton", seed_commitment="0" * 64),
-        problems=problems, summary=Summary(problems=len(problems), shapes=1, verdicts={},
-                                           correct_shapes=0, passed_shapes=0,
-                                           correctness_rate=0, dsl_adoption_rate=0,
-                                           illusion_gap=0))
 
 
 def _grader(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:

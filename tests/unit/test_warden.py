@@ -184,8 +184,8 @@ sys.exit(0)
 """
 
 
-def _warden(tmp_path: Path, mode: str, log_bytes: int = 1 << 20
-            ) -> tuple[int, list[dict[str, object]], str]:
+def _warden_command(tmp_path: Path, mode: str) -> list[str]:
+    """The warden running WORKER in `mode`, its output folder tmp_path/out."""
     (tmp_path / "worker.py").write_text(WORKER.format(repo=str(REPO)))
     out = tmp_path / "out"
     out.mkdir()
@@ -196,8 +196,13 @@ def _warden(tmp_path: Path, mode: str, log_bytes: int = 1 << 20
         sys.exit(main([sys.executable, {str(tmp_path / "worker.py")!r}, {str(out)!r},
                        {mode!r}]))
     """)
+    return [sys.executable, "-c", code]
+
+
+def _warden(tmp_path: Path, mode: str, log_bytes: int = 1 << 20
+            ) -> tuple[int, list[dict[str, object]], str]:
     env = {"PATH": "/usr/bin:/bin", LOG_BYTES_ENV: str(log_bytes)}
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
+    res = subprocess.run(_warden_command(tmp_path, mode), capture_output=True, timeout=60,
                          env=env, check=False)
     frames = [json.loads(base64.b64decode(line)) for line in res.stdout.splitlines()]
     return res.returncode, frames, res.stderr.decode()
@@ -247,17 +252,7 @@ def test_the_warden_passes_the_hosts_stack_signal_to_the_harness(tmp_path: Path)
 
     from grader.harness.protocol import STACK_SIGNAL
 
-    (tmp_path / "worker.py").write_text(WORKER.format(repo=str(REPO)))
-    out = tmp_path / "out"
-    out.mkdir()
-    code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(REPO)!r})
-        from grader.harness.warden import main
-        sys.exit(main([sys.executable, {str(tmp_path / "worker.py")!r}, {str(out)!r},
-                       "hang"]))
-    """)
-    warden = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+    warden = subprocess.Popen(_warden_command(tmp_path, "hang"), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
     assert warden.stdout is not None
     first = warden.stdout.readline()  # the ready frame: the worker spins now
