@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.paths import REPO
+from tests.integration.own_suite import entry_for_mine, vector_add_suite
 
 pytestmark = pytest.mark.docker
 SCRIPT = REPO / "ci" / "run-workflow-locally.sh"
@@ -22,26 +22,7 @@ def _run(submission: Path, out: Path, *suites: Path) -> subprocess.CompletedProc
 
 
 def _own_suite(tmp_path: Path) -> tuple[Path, Path]:
-    """A suite of the user's own (the demo's vector_add under another id) and a submission
-    for it."""
-    suite = tmp_path / "suites" / "mine"
-    (suite / "vector_add").mkdir(parents=True)
-    demo = REPO / "problem_bundles" / "demo"
-    for name in ("problem.toml", "reference.py"):
-        shutil.copy(demo / "vector_add" / name, suite / "vector_add" / name)
-    (suite / "suite.toml").write_text(
-        '[suite]\nid = "mine"\ndescription = "the demo\'s vector add, as a suite of its own"\n'
-        'version = "0.1.0"\nproblems = ["vector_add"]\nseeds_per_shape = 2\ntimeout_s = 300\n')
-    weights = (demo / "weights.toml").read_text()
-    keep = [b for b in weights.split("[[weights]]") if "matmul" not in b and "rmsnorm" not in b]
-    (suite / "weights.toml").write_text("[[weights]]".join(keep))
-    entry = tmp_path / "entry"
-    (entry / "kernels").mkdir(parents=True)
-    shutil.copy(REPO / "examples" / "triton" / "kernels" / "vector_add.py", entry / "kernels")
-    (entry / "submission.toml").write_text(
-        '[submission]\nname = "mine-entry"\nsuite = "mine"\ndsl = "triton"\n\n'
-        '[problems.vector_add]\nfile = "kernels/vector_add.py"\n')
-    return suite, entry
+    return vector_add_suite(tmp_path / "suites"), entry_for_mine(tmp_path, "entry")
 
 
 def test_workflow_commands_grade_the_example(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ submitted, `grader run BUNDLE --suite DIR`, and `bundle check` under $GRADER_SUI
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -16,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from grader.paths import REPO
+from tests.integration.own_suite import entry_for_mine, vector_add_suite
 
 pytestmark = pytest.mark.docker
-DEMO = REPO / "problem_bundles" / "demo"
 
 
 def _grader(*args: str, env: dict[str, str] | None = None,
@@ -29,39 +28,14 @@ def _grader(*args: str, env: dict[str, str] | None = None,
                           env={**clean, "PYTHONPATH": str(REPO), **(env or {})})
 
 
-def _suite(tmp_path: Path) -> Path:
-    """The demo's vector_add as a suite of the organiser's own, outside problem_bundles/."""
-    suite = tmp_path / "my-suites" / "mine"
-    (suite / "vector_add").mkdir(parents=True)
-    for name in ("problem.toml", "reference.py"):
-        shutil.copy(DEMO / "vector_add" / name, suite / "vector_add" / name)
-    (suite / "suite.toml").write_text(
-        '[suite]\nid = "mine"\ndescription = "vector add, a suite of its own"\n'
-        'version = "0.1.0"\nproblems = ["vector_add"]\nseeds_per_shape = 2\n'
-        'timeout_s = 300\n')
-    weights = (DEMO / "weights.toml").read_text().split("[[weights]]")
-    (suite / "weights.toml").write_text("[[weights]]".join(
-        b for b in weights if "matmul" not in b and "rmsnorm" not in b))
-    return suite
-
-
-def _entry(tmp_path: Path, name: str, example: str) -> Path:
-    folder = tmp_path / name
-    (folder / "kernels").mkdir(parents=True)
-    shutil.copy(REPO / "examples" / example / "kernels" / "vector_add.py", folder / "kernels")
-    (folder / "submission.toml").write_text(
-        f'[submission]\nname = "{name}"\nsuite = "mine"\ndsl = "triton"\n\n'
-        '[problems.vector_add]\nfile = "kernels/vector_add.py"\n')
-    return folder
-
-
 def test_a_suite_of_your_own_named_once(engine, runtime,  # type: ignore[no-untyped-def]
                                         tmp_path: Path) -> None:
-    suite = _suite(tmp_path)
+    suite = vector_add_suite(tmp_path / "my-suites")
     bundles = []
     for name, example in (("honest", "triton"), ("cheat", "torch-fallback")):
         tar = tmp_path / f"{name}.tar"
-        res = _grader("bundle", "create", str(_entry(tmp_path, name, example)), "-o", str(tar))
+        entry = entry_for_mine(tmp_path, name, example)
+        res = _grader("bundle", "create", str(entry), "-o", str(tar))
         assert res.returncode == 0, res.stderr
         bundles.append(tar)
     round_dir = tmp_path / "round"
