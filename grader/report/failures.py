@@ -22,25 +22,32 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?P<comma>,?) in
 SHOWN_LINE = 200  # characters of the error's last line
 
 
-def entry_frame(text: str | None, entry_file: str | None) -> str | None:
-    """`file:line (in fn)` of the deepest frame of `entry_file` in `text`, or None. A syntax
-    error's traceback ends with the file and line that did not parse (no function)."""
+def entry_line(text: str | None, entry_file: str | None) -> tuple[int, str | None] | None:
+    """The line (and function) of the deepest frame of `entry_file` in `text`, or None. A
+    syntax error's traceback ends with the file and line that did not parse (no function)."""
     if not text or not entry_file:
         return None
     hits = []
     for m in _FRAME.finditer(text):
-        file = m.group("file") or m.group("sfile")
-        if file != entry_file:
+        if (m.group("file") or m.group("sfile")) != entry_file:
             continue
-        line = m.group("line") or m.group("sline")
         fn = m.group("fn")
-        hits.append((f"{file}:{line}" + (f" (in {fn})" if fn and fn != "<module>" else ""),
-                     m.group("comma") == "" and fn is not None))
+        where = (int(m.group("line") or m.group("sline")), fn if fn != "<module>" else None)
+        hits.append((where, m.group("comma") == "" and fn is not None))
     if not hits:
         return None
     dumped = [where for where, first in hits if first]
     # A faulthandler dump lists the innermost frame first; a traceback lists it last.
     return dumped[0] if dumped else hits[-1][0]
+
+
+def entry_frame(text: str | None, entry_file: str | None) -> str | None:
+    """`file:line (in fn)` of entry_line, or None."""
+    found = entry_line(text, entry_file)
+    if found is None:
+        return None
+    line, fn = found
+    return f"{entry_file}:{line}" + (f" (in {fn})" if fn else "")
 
 
 def last_line(text: str | None) -> str | None:
@@ -63,7 +70,7 @@ def error_lines(shape: ShapeResult, entry_file: str | None, indent: str = "    "
     return out
 
 
-def _problem_lines(p: ProblemResult, entry_file: str | None) -> list[str]:
+def _problem_lines(p: ProblemResult) -> list[str]:
     failed = [s for s in p.shapes if s.verdict is not Verdict.PASSED]
     if not p.shapes and p.verdict is not Verdict.PASSED:
         return [f"  {p.id}: {p.verdict}: {p.detail}"]
@@ -75,12 +82,10 @@ def _problem_lines(p: ProblemResult, entry_file: str | None) -> list[str]:
     for (verdict, detail, _), shapes in groups.items():
         more = f" (and {len(shapes) - 1} more shape(s))" if len(shapes) > 1 else ""
         out.append(f"  {p.id}/{shapes[0].id}{more}: {verdict}: {detail}")
-        out += error_lines(shapes[0], entry_file)
+        out += error_lines(shapes[0], p.kernel_file)
     return out
 
 
-def failure_lines(rep: Report, shown_as: str | None = None) -> list[str]:
-    """A few lines per problem that did not pass, none for one that did. `shown_as`: the
-    name the texts give the entry's file (entry_paths.with_entry_paths), when not the
-    bundle's path of each problem's kernel."""
-    return [line for p in rep.problems for line in _problem_lines(p, shown_as or p.kernel_file)]
+def failure_lines(rep: Report) -> list[str]:
+    """A few lines per problem that did not pass, none for one that did."""
+    return [line for p in rep.problems for line in _problem_lines(p)]

@@ -9,13 +9,13 @@ output (issue 23: every report format shows what went wrong).
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from grader.detect.findings import Finding, Severity
 from grader.detect.rules import RULES
+from grader.report.failures import entry_line
 from grader.report.inert import inert_text, sarif_text
 from grader.verdicts import NOT_JUDGED, Verdict
 
@@ -91,12 +91,12 @@ def verdict_rule(verdict: Verdict) -> dict[str, Any]:
 
 
 def _error_line(problem: ProblemResult) -> int | None:
-    """The deepest line of the kernel file in the problem's first error traceback."""
-    name = problem.kernel_file or ""
-    for text in (s.error_excerpt for s in problem.shapes):
-        lines = re.findall(rf'File "[^"]*{re.escape(name)}", line (\d+)', text or "")
-        if name and lines:
-            return int(lines[-1])
+    """The deepest line of the kernel file in the problem's first error traceback (or the
+    stack dump of a timeout: failures.entry_line)."""
+    for s in problem.shapes:
+        found = entry_line(s.error_excerpt, problem.kernel_file)
+        if found is not None:
+            return found[0]
     return None
 
 

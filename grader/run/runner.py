@@ -189,8 +189,8 @@ def _grade(cfg: RunConfig, progress: Progress | None, shown_as: str | None = Non
         paths = write_reports(rep, cfg.out_dir, list(cfg.formats), public=cfg.public)
     click.echo(summary_line(rep), err=cfg.json)
     # What did not pass, where in the entry's file and why (issue 34: only report.json said).
-    lines = (diagnostics(rep, shown_as) if cfg.practice
-             else failure_lines(public_view(rep) if cfg.public else rep, shown_as))
+    lines = (diagnostics(rep) if cfg.practice
+             else failure_lines(public_view(rep) if cfg.public else rep))
     for line in lines:
         click.echo(line, err=cfg.json)
     for fmt, path in paths.items():
@@ -205,7 +205,7 @@ def _grade(cfg: RunConfig, progress: Progress | None, shown_as: str | None = Non
     return Graded(report=rep, paths=paths, error=error)
 
 
-def diagnostics(rep: Report, shown_as: str | None = None) -> list[str]:
+def diagnostics(rep: Report) -> list[str]:
     """A practice run's lines per shape: verdict, fraction of roofline, detail, where in the
     entry's file and the error's last line (the reports hold the whole excerpt)."""
     fraction = {(s.problem, s.shape): s.s for s in (rep.scores.shapes if rep.scores else [])
@@ -218,7 +218,7 @@ def diagnostics(rep: Report, shown_as: str | None = None) -> list[str]:
             f = fraction.get((p.id, s.id))
             roof = f"{f:.1%} of roofline" if f is not None else "not timed"
             out.append(f"  {p.id}/{s.id}: {s.verdict} ({roof}): {s.detail}")
-            out += error_lines(s, shown_as or p.kernel_file)
+            out += error_lines(s, p.kernel_file)
     return out
 
 

@@ -33,7 +33,8 @@ def test_one_kernel_file_then_a_folder_into_one_output(engine, runtime, tmp_path
     assert rep["problems"][0]["verdict"] == "compile_error"
     md = (out / "report.md").read_text()
     assert "/grader/entry" not in md and "no\\_such\\_module\\_here" in md
-    assert "kernels/vector\\_add.py" in md
+    # The one kernel file is named as given (issue 34), not as the packing placed it.
+    assert "my\\_add.py" in md and "kernels/vector\\_add.py" not in md
     assert not (out / ".checkpoint").exists() and (out / "seed.secret").is_file()
 
     # Another submission into the same folder: refused, then replaced with --force, and the

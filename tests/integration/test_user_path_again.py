@@ -44,9 +44,9 @@ def test_failures_show_the_users_file_and_line(engine, runtime, tmp_path: Path) 
     assert "compile_error: the kernel file does not parse at line 15 (SyntaxError)" in res.stdout
     assert f"at {bad}:15" in res.stdout
     assert "kernels/vector_add.py" not in res.stdout
-    shape = json.loads((tmp_path / "syntax" / "report.json").read_text())["problems"][0][
-        "shapes"][0]
-    assert f'File "{bad}", line 15' in shape["error_excerpt"]
+    problem = json.loads((tmp_path / "syntax" / "report.json").read_text())["problems"][0]
+    assert problem["kernel_file"] == str(bad)
+    assert f'File "{bad}", line 15' in problem["shapes"][0]["error_excerpt"]
 
     # No kernel(): said so, not "importing the kernel file failed".
     bad.write_text(ADD.replace("def kernel(x, y):", "def kernal(x, y):"))

@@ -143,8 +143,9 @@ def test_the_terminal_shows_file_line_and_error_of_each_failure() -> None:
                      "seed 0001", "    at kernels/vector_add.py:5 (in _helper)",
                      "    ValueError: bad block size"]
     # One kernel file graded on its own: the texts and the lines name it as the user did.
-    lines = failure_lines(with_entry_paths(rep, shown_as="my_add.py"), shown_as="my_add.py")
-    assert lines[1] == "    at my_add.py:5 (in _helper)"
+    shown = with_entry_paths(rep, shown_as="my_add.py")
+    assert failure_lines(shown)[1] == "    at my_add.py:5 (in _helper)"
+    assert {p.kernel_file for p in shown.problems} == {"my_add.py"}
 
 
 def test_a_timeout_shows_where_the_entry_was() -> None:
