@@ -126,6 +126,9 @@ class RunSummary(Out):
     device: str | None = None
     is_performance: bool | None = None  # False: CPU interpreter, nothing timed
     verdicts: dict[Verdict, int] = Field(default_factory=dict)  # shapes per verdict
+    # Which shapes ran (report.json's summary.shapes_graded, in words): "smoke shapes only
+    # (N shapes not graded)" on a CPU, where a verdict speaks for those alone (issue 34).
+    shapes_graded: str | None = None
     s_agg: float | None = None
     problems: list[ProblemOut] = Field(default_factory=list)
     reports: dict[str, str] = Field(default_factory=dict)  # format -> file written
@@ -184,5 +187,5 @@ def run_summary(rep: Report, reports: dict[str, str], error: GraderError | None,
         error=ErrorInfo.of(error) if error else None, practice=practice,
         submission=rep.submission.name, suite=rep.suite.id, device=rep.environment.device,
         is_performance=rep.environment.is_performance, verdicts=dict(rep.summary.verdicts),
-        s_agg=rep.scores.s_agg if rep.scores else None,
+        shapes_graded=rep.summary.coverage, s_agg=rep.scores.s_agg if rep.scores else None,
         problems=[_problem(p, rep) for p in rep.problems], reports=reports)

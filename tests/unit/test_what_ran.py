@@ -15,6 +15,7 @@ from grader.paths import PROBLEM_BUNDLES
 from grader.report.html import render_html
 from grader.report.markdown import render_markdown
 from grader.report.render import write_reports
+from grader.report.summaries import run_summary
 from grader.results import Report
 from grader.round.board import build_board
 from grader.round.model import Manifest, ManifestEntry, Outcome, Settings, SuiteRef
@@ -64,6 +65,8 @@ def test_no_report_claims_every_input_of_shapes_that_never_ran() -> None:
     assert rep.summary.coverage == "smoke shapes only (4 shapes not graded)"
     assert "smoke shapes only (4 shapes not graded)" in render_markdown(rep)
     assert "smoke shapes only (4 shapes not graded)" in render_html(rep)
+    summary = run_summary(rep, {}, None)  # grader run --json, for agents
+    assert summary.shapes_graded == "smoke shapes only (4 shapes not graded)"
     whole = cpu_report("all", Verdict.PASSED)
     assert whole.summary.coverage == "all shapes"
     assert "Shapes graded: **" not in render_markdown(whole)
