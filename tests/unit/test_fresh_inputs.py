@@ -80,7 +80,7 @@ def test_samples_are_the_same_on_both_sides_and_whole_for_small_outputs() -> Non
     assert a[0].tolist() == [3, SAMPLE] and a[1].dtype == big.dtype and a[1].numel() == SAMPLE
     assert torch.equal(a[3], small)  # whole
     assert not torch.equal(sample((big,), 8)[1], a[1])  # another call, other positions
-    with pytest.raises(TypeError, match="plain torch.Tensor"):
+    with pytest.raises(TypeError, match=r"plain torch\.Tensor"):
         sample((big.numpy(),), 7)  # type: ignore[arg-type]
 
 
