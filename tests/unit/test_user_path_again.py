@@ -1,5 +1,5 @@
 """Issue 34, the user's path a second pass: each friction replayed without Docker (the ones
-that need the engine are in tests/integration/test_user_path_again.py)."""
+that need the engine are in tests/integration/test_user_path_failures.py)."""
 
 from __future__ import annotations
 
