@@ -243,7 +243,7 @@ def entry_spec(sb: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limits:
 
 
 CODE = ".code"  # in the entry's input folder: its kernel file, bound at protocol.ENTRY
-SLACK = 4 << 20  # the input folder's room beyond its files: the job (its timed plans), start, go
+SLACK = 1 << 20  # the input folder's room beyond its files and job: start and go files
 
 
 @contextmanager
@@ -287,16 +287,19 @@ def deliver(sb: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out
     sources = [src for src in sources if src.is_file()]
     recipe = ref_out / RECIPE_FILE
     recipe_bytes = recipe.stat().st_size if sb.timing is not None and recipe.is_file() else 0
+    job = entry_job(sb, cases, problem, order_key=order_key(in_dir / CODE / KERNEL_FILE),
+                    hold=hold)
     held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
-    resize(in_dir, held + recipe_bytes + sum(src.stat().st_size for src in sources) + SLACK)
+    # The job's own size counted: its timed plans grow with the shapes (max_samples calls each).
+    resize(in_dir, held + recipe_bytes + len(json.dumps(job))
+           + sum(src.stat().st_size for src in sources) + SLACK)
     for src in sources:
         dst = in_dir / src.name
         tensors.copy_file(src, dst)
         os.chmod(dst, 0o644)
     if recipe_bytes:
         _unpack_recipe(recipe, in_dir / RECIPE_DIR)
-    write_job(in_dir, entry_job(sb, cases, problem,
-                                   order_key=order_key(in_dir / CODE / KERNEL_FILE), hold=hold))
+    write_job(in_dir, job)
 
 
 def _unpack_recipe(tar_path: Path, dest: Path) -> None:
