@@ -18,6 +18,7 @@ from grader.report.inert import clean_text, inert_text
 from grader.report.markdown import md_text
 from grader.report.render import FILENAMES
 from grader.report.summaries import ErrorInfo
+from grader.run.checkpoint import atomic_write
 
 TEXT_LIMIT = 2000
 FORMATS = ("md", "html", "junit")
@@ -82,7 +83,9 @@ def write_not_graded(err: ErrorInfo, out_dir: Path, formats: tuple[str, ...]
         out_dir.mkdir(parents=True, exist_ok=True)
         for fmt in wanted:
             path = out_dir / FILENAMES[fmt]
-            path.write_text(RENDERERS[fmt](err), encoding="utf-8")
+            # Whole or not at all: the failure may be a full disk (tests/integration/
+            # test_faults.py), and a half-written report is worse than none.
+            atomic_write(path, RENDERERS[fmt](err))
             written[fmt] = path
     except OSError:
         return written

@@ -82,9 +82,10 @@ def test_timeout_counts_the_entry_and_shows_where_it_hung(engine, runtime, tmp_p
     assert rep["problems"][0]["verdict"] == "passed", rep["problems"][0]["shapes"][0]["detail"]
 
     hung = tmp_path / "my_hang.py"
+    # The loop on one line: wherever the signal finds it, the stack names that line.
     hung.write_text(ADD.replace("    out = torch.empty_like(x)\n",
                                 "    _wait_forever()\n    out = torch.empty_like(x)\n")
-                    + "\n\ndef _wait_forever():\n    while True:\n        pass\n")
+                    + "\n\ndef _wait_forever():\n    while True: pass\n")
     res = _run(hung, tmp_path / "hung", "--timeout", "3")
     assert res.returncode == 0, res.stderr
     shape = json.loads((tmp_path / "hung" / "report.json").read_text())["problems"][0][
