@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from .loading import check_outputs
 from .main import (
     ENTRY,
     IN,
@@ -52,17 +53,6 @@ from .protocol import (
     TRACED_FILE,
     case_file,
 )
-
-
-def _check_outputs(out: tuple[Any, ...]) -> None:
-    import torch
-
-    # Exactly torch.Tensor: a subclass could compute lazily when the harness saves it, after
-    # the call ended (tests/cases/hostile/evasive_lazy_tensor_subclass).
-    bad = [type(o).__name__ for o in out if type(o) is not torch.Tensor]
-    if bad:
-        raise TypeError(f"kernel() returned {', '.join(bad)} where plain torch.Tensor "
-                        "outputs were expected")
 
 
 class _Caller:
@@ -287,7 +277,7 @@ def _traced_calls(job: _Job, case_ids: list[str], warm_errors: dict[str, str]
             with phase("call"):
                 out, _dev, host = job.call(fn, values, cid)
                 out = _as_tuple(out)
-            _check_outputs(out)
+            check_outputs(out)
             with phase("save"), recorder.internal():
                 tensors.save(OUT / case_file(cid, OUTPUTS), out)
             results[cid] = {"ok": True, "wall_s": host / 1e6}

@@ -64,11 +64,11 @@ def sample(outputs: tuple[Any, ...], seed: int) -> list[Any]:
     its sampled elements in its own dtype. A non-tensor output is a TypeError."""
     import torch
 
+    from .loading import check_outputs
+
+    check_outputs(outputs)
     taken: list[Any] = []
     for index, out in enumerate(outputs):
-        if type(out) is not torch.Tensor:
-            raise TypeError(f"kernel() returned {type(out).__name__} where plain "
-                            "torch.Tensor outputs were expected")
         flat = out.detach().reshape(-1)
         where = positions(seed, index, flat.numel())
         values = flat.clone() if where is None else flat[where.to(flat.device)]

@@ -1,5 +1,6 @@
-"""Loading a file of Python by path, and a call's outputs as a tuple: what the harness's
-modes and harness/fresh.py share. Standard library only.
+"""Loading a file of Python by path, a call's outputs as a tuple, and the check that they are
+plain tensors: what the harness's modes and harness/fresh.py share. Standard library and
+torch only.
 """
 
 from __future__ import annotations
@@ -28,3 +29,15 @@ def as_tuple(out: Any) -> tuple[Any, ...]:
         # entry's dict in another order still lines up with the reference's.
         return tuple(out[k] for k in sorted(out, key=str))
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def check_outputs(out: tuple[Any, ...]) -> None:
+    """Every output exactly a torch.Tensor, else a TypeError naming what was returned."""
+    import torch
+
+    # Exactly torch.Tensor: a subclass could compute lazily when the harness saves it, after
+    # the call ended (tests/cases/hostile/evasive_lazy_tensor_subclass).
+    bad = [type(o).__name__ for o in out if type(o) is not torch.Tensor]
+    if bad:
+        raise TypeError(f"kernel() returned {', '.join(bad)} where plain torch.Tensor "
+                        "outputs were expected")
