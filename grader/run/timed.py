@@ -40,11 +40,20 @@ def _derive(key: bytes, label: str) -> int:
     return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF
 
 
+def _pool_key(checked: list[tuple[str, int]]) -> bytes:
+    """What a shape's pool and warm-up seed derive from: its first checked case's secret seed."""
+    return b"%d" % checked[0][1]
+
+
+def _warm(checked: list[tuple[str, int]]) -> int:
+    return _derive(_pool_key(checked), "warm")
+
+
 def _pool(checked: list[tuple[str, int]], n: int) -> list[int]:
     """`n` seeds of the shape's pool, none equal to another, to a checked seed or to the warm
     one (31 bits collide now and then)."""
-    pool_key = b"%d" % checked[0][1]
-    taken = {seed for _cid, seed in checked} | {_derive(pool_key, "warm")}
+    pool_key = _pool_key(checked)
+    taken = {seed for _cid, seed in checked} | {_warm(checked)}
     out: list[int] = []
     j = 0
     while len(out) < n:
@@ -81,10 +90,9 @@ def plan(checked: list[tuple[str, int]], order_key: bytes, *, min_samples: int,
          max_samples: int) -> TimedPlan:
     """The plan from a shape's checked cases ((id, secret seed), checked_count of them) and
     the entry's `order_key`."""
-    if len(checked) != checked_count(min_samples, max_samples):
-        raise ValueError(f"{len(checked)} checked cases, "
-                         f"{checked_count(min_samples, max_samples)} needed")
-    pool_key = b"%d" % checked[0][1]
+    needed = checked_count(min_samples, max_samples)
+    if len(checked) != needed:
+        raise ValueError(f"{len(checked)} checked cases, {needed} needed")
     rng = random.Random(_derive(order_key, f"order/{checked[0][1]}"))
     first = min(CHECKS_FIRST, min_samples)
     positions = set(rng.sample(range(min_samples), first))
@@ -102,7 +110,7 @@ def plan(checked: list[tuple[str, int]], order_key: bytes, *, min_samples: int,
         else:
             calls.append((pool.pop(), None))
     last_id, last_seed = checked[-1]
-    return TimedPlan(warm=_derive(pool_key, "warm"), calls=tuple(calls), last=(last_seed, last_id))
+    return TimedPlan(warm=_warm(checked), calls=tuple(calls), last=(last_seed, last_id))
 
 
 def reference_calls(checked: list[tuple[str, int]], n: int) -> list[int]:
