@@ -30,10 +30,11 @@ import statistics
 from pathlib import Path
 
 from grader.formats.problem import Problem
-from grader.results import ProblemResult, Report
-from grader.run.checkpoint import Finished
+from grader.grading.checkpoint import Finished
+from grader.model.results import ProblemResult, Report
+from grader.model.scores import Roofline
 from grader.scoring.hardware import HardwareProfile, load_hardware
-from grader.scoring.roofline import Roofline, roofline
+from grader.scoring.roofline import roofline
 from grader.suite.load import load_suite
 
 ABSURDLY_SMALL = 0.01

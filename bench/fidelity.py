@@ -119,7 +119,7 @@ def read_report(path: Path, suite: str) -> dict[str, Any]:
     """A report.json, or a checkpoint folder read as one (its problems, the given suite)."""
     if not path.is_dir():
         return json.loads(path.read_text())
-    from grader.run.checkpoint import Finished
+    from grader.grading.checkpoint import Finished
 
     problems = [Finished.from_json(f.read_text()).result.model_dump(mode="json")
                 for f in sorted(path.glob("*.json"))]

@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script from anywhere in the checkout
     sys.path.insert(0, str(REPO))
 
-from grader.detect.findings import Finding, Severity  # noqa: E402
-from grader.results import ProblemResult  # noqa: E402
+from grader.model.findings import Finding, Severity  # noqa: E402
+from grader.model.results import ProblemResult  # noqa: E402
 from grader.verdicts import Verdict  # noqa: E402
 
 CORPUS = REPO / "build" / "honest_public"  # where bench/honest_corpus_assemble.py writes

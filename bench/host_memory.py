@@ -75,7 +75,7 @@ def _read(folder: Path, cap: int, tensors_source: str | None) -> dict[str, float
     import torch  # noqa: F401  (imported before the baseline, as in the grader)
 
     from grader.judge import problem as judge
-    from grader.run import evidence
+    from grader.model import evidence
 
     load = None
     if tensors_source:
@@ -117,9 +117,9 @@ def _measure(scenario: str, cap: int, aliases: int, folder: str,
 
 def _problem_sizes(suite_name: str) -> list[tuple[str, int, int]]:
     """(problem, L, T) per problem of the suite."""
+    from grader.grading.config import RunConfig
     from grader.paths import PROBLEM_BUNDLES
     from grader.run import plan as batching
-    from grader.run.config import RunConfig
     from grader.suite.load import load_suite
 
     suite = load_suite(PROBLEM_BUNDLES / suite_name)

@@ -17,8 +17,8 @@ saves, timed loops); what is left of the container's wall time is the container'
 and stop and Python's start. The walls leave out the time a container was held by the other
 (reference and entry side by side, or the entry's timed loops waiting for a standby beside):
 the "held" column, with the part of the entry's prepare, job wait and timing wait that fell in
-it left out too. They also leave out what a container did before its
-release when it was started ahead, beside the batch before (grader/run/worker.py): its cold imports
+it left out too. They also leave out what a container did before its release when it was
+started ahead, beside the batch before (grader/grading/worker.py): its cold imports
 ("standby"), the entry's CUDA context and profiler set-up ("standby_prepare", in place of its
 "prepare") and its wait at the gate ("gate"), the last columns. A problem's total then counts
 from its first batch's start; the run's wall time per problem graded is the steady cost.
@@ -30,8 +30,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from grader.results import ProblemResult, Report
-from grader.run.phases import AHEAD_PHASES, HARNESS_PHASES
+from grader.grading.phases import AHEAD_PHASES, HARNESS_PHASES
+from grader.model.results import ProblemResult, Report
 
 
 def timed_work_s(problem: ProblemResult) -> tuple[float, bool]:

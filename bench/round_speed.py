@@ -46,12 +46,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from grader.grading.checkpoint import CHECKPOINT_DIR, Finished
+from grader.grading.phases import AHEAD_PHASES, HARNESS_PHASES
+from grader.model.results import ProblemResult
 from grader.paths import REPO
-from grader.results import ProblemResult
 from grader.round.model import Outcome
 from grader.round.store import RoundDir
-from grader.run.checkpoint import CHECKPOINT_DIR, Finished
-from grader.run.phases import AHEAD_PHASES, HARNESS_PHASES
 
 DEFAULT_ENTRIES = {"llm-inference": ("solutions/llm-inference", "solutions/llm-inference-torch"),
                    "demo": ("examples/triton", "examples/torch-fallback")}

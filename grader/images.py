@@ -19,15 +19,25 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import jinja2
 
 from grader.errors import ImageBuildError, UsageError
 from grader.harness import protocol
 from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
-from grader.sandbox.engine import ContainerEngine
 from grader.suite.load import ProblemBundle
+
+
+class Builder(Protocol):
+    """What images need of an engine (sandbox.engine.ContainerEngine has it): look an image
+    up, build one, import a root filesystem."""
+
+    def image_id(self, tag: str) -> str | None: ...
+
+    def build(self, context: Path, tag: str, kind: str) -> str: ...
+
+    def import_rootfs(self, tarball: Path, tag: str, kind: str) -> str: ...
 
 RuntimeKind = Literal["cpu", "cuda", "host"]
 # Host-runtime mode: an image with no files of its own, run with what the host's interpreter
@@ -162,7 +172,7 @@ def _stage_context(plan: BuildPlan, into: Path) -> None:
             shutil.copyfile(src, dst)
 
 
-def make_rootfs(engine: ContainerEngine, tag: str) -> str:
+def make_rootfs(engine: Builder, tag: str) -> str:
     """debootstrap a minimal Debian with python3 and import it as `tag` (needs root)."""
     if shutil.which("debootstrap") is None:
         raise ImageBuildError("debootstrap is not installed",
@@ -193,7 +203,7 @@ class Ensured:
     built: bool
 
 
-def ensure(engine: ContainerEngine, plan: BuildPlan) -> Ensured:
+def ensure(engine: Builder, plan: BuildPlan) -> Ensured:
     """The image of `plan`, built only when no image has its tag yet."""
     existing = engine.image_id(plan.tag)
     if existing is not None:
@@ -225,7 +235,7 @@ def host_skeleton() -> tuple[str, bytes]:
     return f"{HOST_SKELETON_REPO}:{hashlib.sha256(data).hexdigest()[:16]}", data
 
 
-def make_host_skeleton(engine: ContainerEngine, tag: str, data: bytes) -> str:
+def make_host_skeleton(engine: Builder, tag: str, data: bytes) -> str:
     """Import the host-runtime image (host_skeleton), to be run with the host's toolchain
     bound read-only."""
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
@@ -234,7 +244,7 @@ def make_host_skeleton(engine: ContainerEngine, tag: str, data: bytes) -> str:
         return engine.import_rootfs(path, tag, kind="runtime-host")
 
 
-def ensure_runtime(engine: ContainerEngine, cfg: RuntimeConfig) -> Ensured:
+def ensure_runtime(engine: Builder, cfg: RuntimeConfig) -> Ensured:
     if cfg.kind == "host":
         tag, data = host_skeleton()
         existing = engine.image_id(tag)

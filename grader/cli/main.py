@@ -11,8 +11,8 @@ import click
 from grader import __version__
 from grader.cli.options import formats_option, gpu_list, suites_option
 from grader.errors import GraderError
+from grader.grading.progress import LOG_FORMATS
 from grader.report.render import FORMATS
-from grader.run.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
     from grader.verdicts import Verdict
@@ -146,8 +146,8 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         keywords: tuple[str, ...], rerun_failed: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
-    from grader.run.config import RunConfig
-    from grader.run.runner import failed_summary, grade_bundle
+    from grader.grading.config import RunConfig
+    from grader.grading.runner import failed_summary, grade_bundle
 
     try:  # RunConfig refuses options that contradict each other (a UsageError)
         cfg = RunConfig(
@@ -165,7 +165,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
             click.echo(failed_summary(exc, practice=practice))
         raise
     if rerun_failed:
-        from grader.run.last_failed import last_failed
+        from grader.grading.last_failed import last_failed
 
         cfg, said = last_failed(cfg)
         click.echo(said, err=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from grader.cli.options import suites_option
-from grader.run.progress import LOG_FORMATS
+from grader.grading.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
     from grader.round.model import Board
@@ -86,8 +86,8 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
              jobs: int, no_shared_references: bool, start_ahead: str = "auto",
              ahead_depth: int = 2, **_: object) -> RoundRequest:
     from grader.cli.options import formats_option, gpu_list
+    from grader.grading.config import RunConfig
     from grader.round.request import RoundRequest
-    from grader.run.config import RunConfig
 
     gpus_ = gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
     # RunConfig checks the options (--seed-secret, --device cuda --runtime cpu) as it is made.
@@ -122,8 +122,8 @@ def grade(quiet: bool, log_format: str, **options: Any) -> None:
     """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
     folder, then write its leaderboard (json, md, html). A folder where `grader round commit`
     was run grades under its commitment, or not at all."""
+    from grader.grading.progress import Progress
     from grader.round.run import run_round
-    from grader.run.progress import Progress
 
     board = run_round(_request(**options), Progress.for_cli(log_format, quiet=quiet))
     for line in board_lines(board):
@@ -156,8 +156,8 @@ def commit(quiet: bool, log_format: str, **options: Any) -> None:
     write -o/commitment.json, to publish: the secret's sha256, the suite's content hash, the
     settings and the images (built if missing). `grader round ... -o` the same folder with
     the same options then grades under it, and refuses anything else."""
+    from grader.grading.progress import Progress
     from grader.round.run import commit_round
-    from grader.run.progress import Progress
 
     req = _request(**options)
     c, sha = commit_round(req, Progress.for_cli(log_format, quiet=quiet))
@@ -231,8 +231,8 @@ def verify_report_cmd(report: Path, secret: str, bundle: Path | None,
     noise (exit 6 on a mismatch; a secret that is not the report's is refused, exit 2)."""
     from grader.cli.options import gpu_list
     from grader.errors import RoundMismatch
+    from grader.grading.progress import Progress
     from grader.round.reproduce import VerifyRequest, verify_report
-    from grader.run.progress import Progress
 
     req = VerifyRequest(report=report, secret_hex=secret, bundle=bundle,
                         suite_roots=suite_roots, runtime=runtime, python=python,

@@ -137,8 +137,8 @@ def leaderboard(reports: tuple[Path, ...], allow_mixed: bool, as_json: bool,
         entries.append(Scored.from_report(rep))
     board = rank(entries, allow_mixed=allow_mixed)
     if formats:
+        from grader.grading.checkpoint import host_fs
         from grader.report.leaderboard import RENDERERS
-        from grader.run.checkpoint import host_fs
 
         with host_fs(f"cannot write the leaderboard into {out_dir}"):
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -194,9 +194,9 @@ def release(suite: str, out: Path, suite_roots: tuple[Path, ...], no_run_check: 
     """Write the kit agents get for SUITE: specs, references, public shapes; nothing hidden.
     Refuses (exit 21) a suite whose reference does not import or fails on its smallest
     shape on the CPU."""
+    from grader.organiser.release_kit import release as release_kit
     from grader.suite.lint import warnings
     from grader.suite.load import find_suite
-    from grader.suite.release_kit import release as release_kit
 
     found = find_suite(suite, _suite_roots(suite_roots))
     checked, kit = release_kit(found, run=not no_run_check)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
 from grader.intake.tools import create_bundle
+from grader.model.results import Report
 from grader.paths import REPO
-from grader.results import Report
-from grader.run.config import RunConfig
-from grader.run.grading import Grader
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
 

@@ -12,7 +12,7 @@ import click
 from grader.cli.options import suites_option
 
 if TYPE_CHECKING:
-    from grader.suite.check import SuiteCheck
+    from grader.organiser.check import SuiteCheck
 
 
 @click.group()
@@ -63,11 +63,11 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     reference is at fault (reference_error), 20 for an expression or the kit, 30 when only
     the machinery failed."""
     from grader.errors import UsageError
+    from grader.grading.config import RunConfig
+    from grader.grading.grader import worker_setup
     from grader.images import ensure_runtime
-    from grader.run.config import RunConfig
-    from grader.run.grading import worker_setup
+    from grader.organiser.check import Runner, check_suite
     from grader.sandbox.docker_engine import DockerEngine
-    from grader.suite.check import Runner, check_suite
     from grader.suite.load import find_suite
     from grader.suite.roots import suite_roots as roots
 

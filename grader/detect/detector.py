@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.detect.dynamic import CallEvidence, judge_calls, judge_trace
-from grader.detect.findings import Finding
 from grader.detect.kernels import classify
 from grader.detect.policy import Policy
 from grader.detect.static import analyze, jit_function_names
-from grader.results import KernelTime, Trace
+from grader.model.findings import Finding
+from grader.model.results import KernelTime, Trace
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import Policy
+from grader.model.findings import Finding, Layer, Severity
 from grader.verdicts import Verdict
 
 TOP_KERNELS = 5  # how many offending device kernels a DY003 message names

@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from grader.detect.findings import Severity
 from grader.detect.rules import RULES
 from grader.errors import ProblemError
 from grader.formats._base import Ident, Strict, describe_validation
+from grader.model.findings import Severity
 
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.detect.findings import Severity
+from grader.model.findings import Severity
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from grader.detect.findings import Finding, Layer
 from grader.detect.policy import Policy
 from grader.detect.rules import RULES
 from grader.detect.static_fold import walk_scoped
@@ -25,6 +24,7 @@ from grader.detect.static_resolve import Resolver
 from grader.detect.static_scope import LOCAL, Scope, ScopeBuilder
 from grader.detect.static_visit import Checker, Context
 from grader.formats.problem import DEFAULT_ENTRY_CLASSES
+from grader.model.findings import Finding, Layer
 
 __all__ = ["RULES", "analyze", "jit_function_names"]
 

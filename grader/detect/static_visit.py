@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import Policy
 from grader.detect.rules import RULES
 from grader.detect.static_hooks import _EXIT_DUNDERS, _TYPE_CHECKS, HookChecks
@@ -30,6 +29,7 @@ from grader.detect.static_names import (
 )
 from grader.detect.static_resolve import GLOBALS, Resolver
 from grader.detect.static_scope import LOCAL, Scope, lookup
+from grader.model.findings import Finding, Layer, Severity
 
 _COMPUTE_RULES = frozenset({"FB001", "FB002", "FB003"})
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift,

@@ -196,7 +196,7 @@ class _Job:
 
     @property
     def timing(self) -> dict[str, dict[str, Any]]:
-        """Per shape, its timed loop's plan (run/timed.py; none on a CPU)."""
+        """Per shape, its timed loop's plan (model/timed.py; none on a CPU)."""
         timing: dict[str, dict[str, Any]] = self.spec.get("timing", {})
         return timing
 

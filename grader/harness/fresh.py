@@ -13,7 +13,7 @@ harness's memory are out of its reach as long as the static rules hold: docs/sec
 Every timed call's outputs are sampled the same way right after the call: at most SAMPLE
 elements per output, at positions drawn from the call's seed (whole outputs up to SAMPLE
 elements), kept on the device. Which calls are compared with the reference is the host's
-secret (run/timed.py); the entry cannot tell a checked call from another, before or after it.
+secret (model/timed.py); the entry cannot tell a checked call from another, before or after it.
 Standard library and torch only.
 """
 
@@ -79,7 +79,7 @@ def sample(outputs: tuple[Any, ...], seed: int) -> list[Any]:
 def timed_loop(clock: Any, fn: Any, recipe: Any, device: str, spec: dict[str, Any],
                knobs: dict[str, Any], label: str, keep: Any = None,
                phase: Any = None) -> tuple[dict[str, Any], list[str]]:
-    """One shape's timed loop by its plan (`spec`, run/timed.py's TimedPlan.as_job with the
+    """One shape's timed loop by its plan (`spec`, model/timed.py's TimedPlan.as_job with the
     shape's params): call i on inputs drawn from its own seed, right before it; with a
     `last` in the plan, one closing call on it once sampling stops. `keep(seed, case id or
     None, outputs)` after every call; `phase(name)`: the harness's phase counter, which

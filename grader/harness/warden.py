@@ -17,7 +17,7 @@ The warden checks the frames in protocol order (STANDBY first when GRADER_STANDB
 most once, before READY; READY exactly once; TRACED at most once, after READY; RESULT exactly
 once, after READY, and nothing after it), sizes capped, and writes each accepted frame to its
 stdout as one line of base64 (JSON inside): the host reads them from the container's stdout
-log stream (grader/run/channel.py). On RESULT it kills every other process of the container
+log stream (grader/model/channel.py). On RESULT it kills every other process of the container
 first (kill(-1, SIGKILL): the worker, its threads, any daemon it forked), reaps them, and only then
 writes RESULT and exits 0: nothing the entry runs after its last call (a finaliser, a thread,
 an atexit hook) can change what the host receives. Anything out of order, duplicated,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import ProblemError, UsageError
+from grader.formats.expr import evaluate
 from grader.formats.problem import DEFAULT_TOLERANCES, Weight
 from grader.importers.atrex_files import (
     IMPORTANCE,
@@ -44,7 +45,6 @@ from grader.importers.common import (
     top_function,
     validated,
 )
-from grader.scoring.expr import evaluate
 from grader.scoring.roofline import DTYPE_PEAK
 
 SOURCE_FILES = ("reference.py", "input.py", "shapes.json")

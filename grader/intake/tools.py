@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.detect.findings import Finding, Severity
 from grader.errors import (
     BundleTooLarge,
     FindingsGate,
@@ -29,6 +28,7 @@ from grader.errors import (
 )
 from grader.intake.bundle import MANIFEST, IntakeLimits, Submission, open_bundle
 from grader.intake.kernel_check import kernel_problem
+from grader.model.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from grader.suite.load import Suite

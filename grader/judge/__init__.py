@@ -1,5 +1,8 @@
-"""The judge: what came back from the containers turned into verdicts, on the host.
+"""The judge: evidence in, verdicts out, on the host (pure: no container, no file written).
 
-outputs.py  the trusted comparison of an entry's outputs with the reference's
-problem.py  per-shape verdicts from the containers' evidence, detection and timing
+problem.py       per-shape verdicts from the evidence (grader/model/runs.py), detection and timing
+outputs.py       the trusted comparison of an entry's outputs with the reference's
+timing.py        the timed loop's samples: a shape's Timing and its findings
+entry_import.py  why an entry's import failed, in its verdict's words
+interpreter.py   the limits of Triton's CPU interpreter that fail honest code
 """

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from grader.formats.problem import Problem
-from grader.results import Comparison
+from grader.model.results import Comparison
 
 _NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
           torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",

@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from grader.detect.dynamic import CallEvidence, verdict_for
-from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import EXPECTED, OUTPUTS
 from grader.judge.entry_import import import_failure
 from grader.judge.interpreter import bf16_limit, interpreter_limit, unverified_detail
 from grader.judge.outputs import compare
 from grader.judge.timing import judge_timing
-from grader.results import Comparison, KernelTime, ShapeResult, Timing, Trace
-from grader.run.evidence import OutDir, ResultFile, TraceRecord
-from grader.run.jobs import Case, ContainerRun
-from grader.run.timed import TimedPlan
+from grader.model.evidence import OutDir, ResultFile, TraceRecord
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import Comparison, KernelTime, ShapeResult, Timing, Trace
+from grader.model.runs import Case, Evidence
+from grader.model.timed import TimedPlan
 from grader.verdicts import Verdict, worst
 
 EXCERPT = 2000
@@ -62,7 +62,7 @@ def _shape_result(shape: Shape, verdict: Verdict, detail: str, **kw: object) -> 
                        verdict=verdict, detail=detail, **kw)  # type: ignore[arg-type]
 
 
-def reference_failure(ref: ContainerRun, cases: list[Case]
+def reference_failure(ref: Evidence, cases: list[Case]
                       ) -> tuple[Verdict, str, str | None] | None:
     """Why a reference run cannot be used (verdict, detail, excerpt), or None.
 
@@ -93,7 +93,7 @@ def whole_problem(shapes: list[Shape], verdict: Verdict, detail: str,
     return [_shape_result(s, verdict, detail, error_excerpt=excerpt) for s in shapes]
 
 
-def _container_failure(run: ContainerRun) -> tuple[Verdict, str] | None:
+def _container_failure(run: Evidence) -> tuple[Verdict, str] | None:
     """A verdict for the whole entry run when the container itself failed."""
     ex = run.exit
     if ex.timed_out:
@@ -183,14 +183,14 @@ def _dynamic(result: ResultFile, shape: str, records: list[TraceRecord], element
 
 
 def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
-                  reference: ContainerRun, entry: ContainerRun, static: list[Finding],
+                  reference: Evidence, entry: Evidence, static: list[Finding],
                   own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int,
                   interpreter: bool = False, source: str = "",
                   plans: Mapping[str, TimedPlan] | None = None) -> list[ShapeResult]:
     """Each shape's result. `interpreter`: the entry ran on Triton's CPU interpreter, whose
     limits make a case `unverified` rather than a runtime error (judge/interpreter.py);
     `source`: the entry's kernel file; `plans`: each timed shape's plan as the entry got it
-    (run/timed.py), which says which of its timed calls are checked."""
+    (model/timed.py), which says which of its timed calls are checked."""
     problem_findings = _anomaly_findings(entry.out)
     whole = _whole_run(shapes, entry, problem_findings)
     if whole is not None:
@@ -204,7 +204,7 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
             for shape in shapes]
 
 
-def _foreign(entry: ContainerRun) -> set[str]:
+def _foreign(entry: Evidence) -> set[str]:
     """Names of Triton kernels the entry's run launched through Triton code not defined in
     its own file (a library's, a compiler's): never its own work, even under a name its
     source defines too (issue 31)."""
@@ -216,7 +216,7 @@ def _foreign(entry: ContainerRun) -> set[str]:
     return {name for r in records if r is not None for name in r.foreign_triton}
 
 
-def _whole_run(shapes: list[Shape], entry: ContainerRun, findings: list[Finding]
+def _whole_run(shapes: list[Shape], entry: Evidence, findings: list[Finding]
                ) -> list[ShapeResult] | None:
     """One verdict for every shape when the run as a whole cannot be judged case by case:
     its output folder or channel was tampered with (unless it timed out), or its container
@@ -239,8 +239,8 @@ class _Judging:
     """What every shape of one entry run is judged against."""
 
     problem: Problem
-    reference: ContainerRun
-    entry: ContainerRun
+    reference: Evidence
+    entry: Evidence
     static: list[Finding]
     own_kernels: set[str]
     tracer: TraceJudge

@@ -1,6 +1,6 @@
 """The timed loop's samples, judged: a shape's Timing and the findings its samples carry
 (tampering when they cannot be true, warnings when they show work outside the timed stream).
-Every timed call ran on inputs of its own (run/timed.py), so no sample replays an earlier
+Every timed call ran on inputs of its own (model/timed.py), so no sample replays an earlier
 call's output. Pure.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.formats.problem import Shape
-from grader.results import Timing
-from grader.run.jobs import ContainerRun
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import Timing
+from grader.model.runs import Evidence
 
 TRIM = 0.1  # the trimmed mean's cut at each end
 
@@ -40,7 +40,7 @@ def trimmed_mean(samples: list[float], cut: float = TRIM) -> float:
     return sum(kept) / len(kept)
 
 
-def judge_timing(entry: ContainerRun, shape: Shape
+def judge_timing(entry: Evidence, shape: Shape
                  ) -> tuple[Timing | None, list[Finding], str | None]:
     """The shape's timing from the entry's samples, cross-checked with what the host saw."""
     assert entry.out.result is not None

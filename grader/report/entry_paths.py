@@ -8,9 +8,9 @@ that file as the participant named it (issue 34: `grader run my_add.py` spoke of
 
 from __future__ import annotations
 
-from grader.detect.findings import Finding
 from grader.harness.protocol import ENTRY_FILE
-from grader.results import ProblemResult, Report
+from grader.model.findings import Finding
+from grader.model.results import ProblemResult, Report
 
 
 def _swap(text: str | None, name: str) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from grader.results import ProblemResult, Report, ShapeResult
+from grader.model.results import ProblemResult, Report, ShapeResult
 from grader.verdicts import Verdict
 
 # `File "x.py", line 3, in kernel` (a traceback, most recent call last) and `File "x.py",

@@ -15,11 +15,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from grader.model.results import ProblemResult, Report, ShapeResult
+from grader.model.scores import ScoreCard, ShapeScore
 from grader.report.inert import clean_text
 from grader.report.public import NOTE
-from grader.results import ProblemResult, Report, ShapeResult
-from grader.scoring.scores import PHASES, ScoreCard
-from grader.scoring.units import ShapeScore
+from grader.scoring.scores import PHASES
 from grader.verdicts import SEVERITY, Verdict
 
 # Defensive caps; the producer already caps what it records, but a report file can be edited.

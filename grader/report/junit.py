@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from grader.model.results import ProblemResult, Report, ShapeResult
 from grader.report.inert import clean_text, inert_text
-from grader.results import ProblemResult, Report, ShapeResult
 from grader.verdicts import NOT_JUDGED, Verdict
 
 TEXT_LIMIT = 4000  # per failure body / system-err, like the HTML report's <pre> blocks

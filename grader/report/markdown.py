@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
+from grader.model.results import ProblemResult, Report, ShapeResult
+from grader.model.scores import ScoreCard
 from grader.report.inert import inert_text
 from grader.report.public import NOTE
-from grader.results import ProblemResult, Report, ShapeResult
-from grader.scoring.scores import PHASES, ScoreCard
+from grader.scoring.scores import PHASES
 from grader.verdicts import SEVERITY, Verdict
 
 CELL_LIMIT = 300  # entry text per table cell; the HTML report has the full excerpts

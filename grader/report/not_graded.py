@@ -14,11 +14,11 @@ import html
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from grader.files import atomic_write
 from grader.report.inert import clean_text, inert_text
 from grader.report.markdown import md_text
 from grader.report.render import FILENAMES
 from grader.report.summaries import ErrorInfo
-from grader.run.checkpoint import atomic_write
 
 TEXT_LIMIT = 2000
 FORMATS = ("md", "html", "junit")

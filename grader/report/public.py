@@ -12,8 +12,8 @@ the evidence caught (policy_violation, tampering), whatever verdict its other sh
 from __future__ import annotations
 
 from grader.detect.dynamic import verdict_for
-from grader.detect.findings import Finding
-from grader.results import ProblemResult, Report, ShapeResult
+from grader.model.findings import Finding
+from grader.model.results import ProblemResult, Report, ShapeResult
 from grader.verdicts import Verdict
 
 # Verdicts whose excerpts a public report shows: the entry's own error, needed to fix it.

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from grader.detect.findings import Finding
 from grader.errors import UsageError
+from grader.model.findings import Finding
+from grader.model.results import Report
 from grader.report.html import render_html
 from grader.report.junit import render_junit
 from grader.report.markdown import render_markdown
 from grader.report.public import public_view
 from grader.report.sarif import to_sarif
-from grader.results import Report
 
 FORMATS: tuple[str, ...] = ("json", "html", "md", "junit", "sarif")
 

@@ -13,14 +13,14 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from grader.detect.findings import Finding, Severity
 from grader.detect.rules import RULES
+from grader.model.findings import Finding, Severity
 from grader.report.failures import entry_line
 from grader.report.inert import inert_text, sarif_text
 from grader.verdicts import NOT_JUDGED, Verdict
 
 if TYPE_CHECKING:
-    from grader.results import ProblemResult
+    from grader.model.results import ProblemResult
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.detect.findings import Finding
 from grader.errors import GraderError
+from grader.model.findings import Finding
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
     from grader.intake.tools import BundleCheck
-    from grader.results import ProblemResult, Report, ShapeResult
+    from grader.model.results import ProblemResult, Report, ShapeResult
 
 SCHEMA_VERSION: Literal["1"] = "1"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from grader.results import Report
+from grader.model.results import Report
 from grader.round.commit import report_differences
 from grader.round.model import Board, BoardRow, Commitment, Manifest, Outcome, ReferenceBatch
 from grader.scoring.leaderboard import Scored, leaderboard

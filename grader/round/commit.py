@@ -24,12 +24,13 @@ from datetime import UTC, datetime
 
 from grader import __version__
 from grader.errors import UsageError
+from grader.files import atomic_write
+from grader.grading.checkpoint import commitment, host_fs
+from grader.grading.config import RunConfig
 from grader.images import ensure, ensure_runtime, problem_plan
-from grader.results import Report
+from grader.model.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
 from grader.round.store import RoundDir
-from grader.run.checkpoint import atomic_write, commitment, host_fs
-from grader.run.config import RunConfig
 from grader.sandbox.docker_engine import DockerEngine
 from grader.suite.load import Suite
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import GraderError, ProblemError, UsageError
-from grader.results import Report
+from grader.grading.checkpoint import CHECKPOINT_DIR
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader, Progress
+from grader.model.results import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache
-from grader.run.checkpoint import CHECKPOINT_DIR
-from grader.run.config import RunConfig
-from grader.run.grading import Grader, Progress
 from grader.sandbox.docker_engine import DockerEngine
 
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from grader.scoring._model import Frozen
+from grader.model.scores import Frozen
 from grader.verdicts import Verdict
 
 FORMAT: Literal[1] = 1

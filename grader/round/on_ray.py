@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import UsageError
-from grader.results import Report
+from grader.grading.progress import Progress
+from grader.model.results import Report
 from grader.round.entry import Graded, grade_entry
 from grader.round.model import Manifest, ManifestEntry, Outcome
 from grader.round.request import RoundRequest, entry_request, record
 from grader.round.request import suite_digest as digest_of
 from grader.round.store import RoundDir
-from grader.run.progress import Progress
 from grader.suite.load import find_suite
 
 RESOURCE = "grader_docker"  # the custom resource of a node that can grade (its Docker engine)

@@ -33,14 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.harness import tensors
+from grader.model.evidence import read_out_dir
+from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
 from grader.run.batch import Beside, Standby, cached_entry
-from grader.run.evidence import read_out_dir
-from grader.run.jobs import Case, ContainerRun
-from grader.sandbox.engine import ExitState
 
 if TYPE_CHECKING:
-    from grader.run.worker import Planned, Worker
+    from grader.grading.worker import Planned, Worker
 
 FORMAT = 1
 META = "meta.json"  # written last into a batch's folder: the folder is complete
@@ -152,7 +151,7 @@ class ReferenceCache:
         out = read_out_dir(ref_dir)
         if out.result is not None:  # the reference's own phases were counted where it ran
             out = replace(out, result=out.result.model_copy(update={"phases_s": {}}))
-        ref = ContainerRun(exit=CACHED_EXIT, out=out)
+        ref = Evidence(exit=CACHED_EXIT, out=out)
         self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
         w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")

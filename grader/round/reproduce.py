@@ -35,18 +35,18 @@ from typing import Literal
 from pydantic import ValidationError
 
 from grader.errors import InfraError, UsageError
+from grader.grading.checkpoint import commitment
+from grader.grading.config import RunConfig, ShapeSelection
+from grader.grading.worker import select_shapes
 from grader.intake.bundle import open_bundle
 from grader.intake.tools import create_bundle
-from grader.results import Report, ShapeResult
+from grader.model.results import Report, ShapeResult
+from grader.model.scores import ShapeScore
 from grader.round.entries import sha256_file
 from grader.round.entry import run_grader
 from grader.round.model import Settings
 from grader.round.store import RoundDir
 from grader.round.suite import of_round
-from grader.run.checkpoint import commitment
-from grader.run.config import RunConfig, ShapeSelection
-from grader.run.worker import select_shapes
-from grader.scoring.units import ShapeScore
 from grader.suite.load import Suite, find_suite
 from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import click
 
+from grader.grading.checkpoint import host_fs
+from grader.grading.config import RunConfig
 from grader.report.render import write_reports
 from grader.round.commit import report_differences
 from grader.round.entry import Graded
 from grader.round.model import ManifestEntry, Outcome
 from grader.round.store import SECRET, RoundDir
-from grader.run.checkpoint import host_fs
-from grader.run.config import RunConfig
 from grader.suite.load import Suite
 
 
@@ -71,7 +71,7 @@ def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
                            err=True)
     rd.save_outcome(outcome)
     # The entry's grading kept a copy of the round's secret beside its own checkpoint
-    # (run/checkpoint.py); the round passes the secret to every grading, so the copy serves
+    # (grading/checkpoint.py); the round passes the secret to every grading, so the copy serves
     # nothing and would leak the secret with a published entry folder.
     (rd.entry_dir(outcome.name) / SECRET).unlink(missing_ok=True)
     return outcome

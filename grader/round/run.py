@@ -22,7 +22,9 @@ import click
 
 from grader import __version__
 from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
-from grader.results import Report
+from grader.grading.checkpoint import commitment, host_fs
+from grader.grading.grader import Progress
+from grader.model.results import Report
 from grader.round.board import build_board
 from grader.round.commit import (
     differences,
@@ -44,8 +46,6 @@ from grader.round.render import RENDERERS
 from grader.round.request import RoundRequest, entry_request, record, suite_digest
 from grader.round.store import RoundDir
 from grader.round.suite import round_suite
-from grader.run.checkpoint import commitment, host_fs
-from grader.run.grading import Progress
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime
 from grader.suite.load import Suite

@@ -21,9 +21,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from grader.errors import UsageError
-from grader.results import Report
+from grader.files import atomic_write
+from grader.grading.checkpoint import host_fs
+from grader.model.results import Report
 from grader.round.model import Commitment, Manifest, Outcome
-from grader.run.checkpoint import atomic_write, host_fs
 
 SECRET = "seed.secret"
 

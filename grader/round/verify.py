@@ -20,7 +20,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from grader.errors import GraderError, RoundMismatch
-from grader.results import Report
+from grader.grading.checkpoint import commitment
+from grader.model.results import Report
 from grader.round.board import build_board
 from grader.round.commit import report_differences
 from grader.round.entries import sha256_file
@@ -28,7 +29,6 @@ from grader.round.model import Board, Commitment, Manifest, Outcome
 from grader.round.request import suite_digest
 from grader.round.store import RoundDir
 from grader.round.suite import of_round
-from grader.run.checkpoint import commitment
 
 
 @dataclass(kw_only=True)

@@ -21,12 +21,11 @@ from pathlib import Path
 
 from grader.formats.problem import Problem
 from grader.harness.protocol import CASES_FILE, GATE_FILE, GO_FILE, RESULT_FILE, START_FILE
+from grader.model.channel import read_entry_out, read_frames
+from grader.model.evidence import read_out_dir, read_result
+from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
-from grader.run.channel import read_entry_out, read_frames
-from grader.run.evidence import read_out_dir, read_result
 from grader.run.jobs import (
-    Case,
-    ContainerRun,
     WorkerSetup,
     container_spec,
     deliver,
@@ -39,7 +38,7 @@ from grader.run.jobs import (
     write_job,
 )
 from grader.sandbox.capped import capped_dir
-from grader.sandbox.engine import POLL_S, Container, ExitState
+from grader.sandbox.engine import POLL_S, Container
 from grader.sandbox.spec import Limits, Role
 
 # The longest a standby's containers may take to reach their gates (a cold `import torch` on a
@@ -49,20 +48,20 @@ GATE_WAIT_S = 300.0
 
 @contextmanager
 def reference_container(sb: WorkerSetup, image: str, cases: list[Case], limits: Limits,
-                        problem: Problem | None = None) -> Iterator[tuple[ContainerRun, Path]]:
+                        problem: Problem | None = None) -> Iterator[tuple[Evidence, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block).
     `problem` says how to call it (None: a function-style problem)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
         write_job(in_dir, reference_job(sb, cases, problem))
         spec = container_spec(sb, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
         exit_state = sb.engine.run(spec)
-        yield ContainerRun(exit=exit_state, out=read_out_dir(out_dir)), out_dir
+        yield Evidence(exit=exit_state, out=read_out_dir(out_dir)), out_dir
 
 
 @contextmanager
 def entry_container(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
                     ref_out: Path, limits: Limits, problem: Problem | None = None
-                    ) -> Iterator[ContainerRun]:
+                    ) -> Iterator[Evidence]:
     """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
@@ -76,7 +75,7 @@ def entry_container(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[
 def cached_entry(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
                  ref_out: Path, limits: Limits, problem: Problem | None = None, *,
                  standby: EntryStandby | None, beside: Beside | None
-                 ) -> Iterator[ContainerRun]:
+                 ) -> Iterator[Evidence]:
     """Run the entry on a reference computed earlier (a round's cache, grader/round/): in
     its standby, started ahead of its turn, when there is one still usable and started under
     these limits, else in a container of its own (entry_container). `beside`: the next
@@ -167,10 +166,10 @@ def _ready(ent: Container) -> bool:
     return read_frames(ent.stdout()).ready is not None
 
 
-def entry_run(exit_state: ExitState, out_dir: Path) -> ContainerRun:
+def entry_run(exit_state: ExitState, out_dir: Path) -> Evidence:
     """An exited entry container's run: its frames and its checked output folder."""
     out, frames = read_entry_out(out_dir, exit_state.stdout)
-    return ContainerRun(exit=exit_state, out=out, frames=frames)
+    return Evidence(exit=exit_state, out=out, frames=frames)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,12 +316,12 @@ class EntryStandby(_Gated):
 
 @dataclass(frozen=True, kw_only=True)
 class Pair:
-    reference: ContainerRun
+    reference: Evidence
     ref_dir: Path
     # None: the reference failed while the entry's container ran beside it. That container
     # was stopped; grade the batch again one container after the other (an entry must not
     # escape its verdict by making the reference fail, with a GPU memory bomb at import say).
-    entry: ContainerRun | None
+    entry: Evidence | None
     entry_limits: Limits  # what the entry ran under (run_pair may have had to raise them)
 
 
@@ -450,7 +449,7 @@ class _PairRun:
 
     def without_entry(self) -> Pair:
         st = self.st
-        return Pair(reference=ContainerRun(exit=self.ref_exit or st.ref.wait(wall_s=0.0),
+        return Pair(reference=Evidence(exit=self.ref_exit or st.ref.wait(wall_s=0.0),
                                            out=read_out_dir(st.ref_out)),
                     ref_dir=st.ref_out, entry=None, entry_limits=st.batch.entry_limits)
 
@@ -496,7 +495,7 @@ class _PairRun:
         caps runs again first, after the reference, under the caps they call for."""
         st, batch = self.st, self.st.batch
         assert self.ref_exit is not None and self.ent_exit is not None
-        reference = ContainerRun(exit=self.ref_exit, out=read_out_dir(st.ref_out))
+        reference = Evidence(exit=self.ref_exit, out=read_out_dir(st.ref_out))
         if self.outgrown is not None:
             if self.beside is not None:
                 self.beside.settle()

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.formats.problem import Problem, Shape
+from grader.formats.problem import Problem
 from grader.harness import tensors
 from grader.harness.protocol import (
     BOOT,
@@ -35,32 +35,18 @@ from grader.harness.protocol import (
     STDOUT_BYTES,
     case_file,
 )
-from grader.run import timed
-from grader.run.channel import Frames
-from grader.run.evidence import OutDir
+from grader.model import timed
+from grader.model.runs import Case
 from grader.sandbox.capped import private_dir, resize
-from grader.sandbox.engine import ContainerEngine, ExitState
+from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.runs import run_folder
 from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 
 
 @dataclass(frozen=True, kw_only=True)
-class Case:
-    id: str  # "<shape>.<k>": a safe file name
-    shape: Shape
-    seed: int
-    # A checked call of the timed loop (run/timed.py), not a correctness call: its inputs are
-    # drawn where it runs and its outputs compared by their samples (harness/fresh.py).
-    timing: bool = False
-    # Module problems: the seed both containers build the case's module under. Derived from
-    # the run's secret and the case seed, never equal to it (worker.derive_module_seed).
-    module_seed: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
 class TimingKnobs:
     # Timed calls per shape: at least min_samples (unless the budget ends the loop first), at
-    # most max_samples, each on inputs of its own (run/timed.py plans them).
+    # most max_samples, each on inputs of its own (model/timed.py plans them).
     min_samples: int = 10
     max_samples: int = 500
     # The least L2 flush; the harness writes twice the device's own L2 where that is larger.
@@ -75,13 +61,6 @@ class TimingKnobs:
     @property
     def checked_per_shape(self) -> int:
         return timed.checked_count(self.min_samples, self.max_samples)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContainerRun:
-    exit: ExitState
-    out: OutDir
-    frames: Frames | None = None  # an entry's channel (grader/run/channel.py); None: files only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +104,7 @@ def write_job(in_dir: Path, job: dict[str, object]) -> None:
 
 def entry_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
               order_key: bytes = b"", hold: bool = False) -> dict[str, object]:
-    """`order_key`: the entry's own (run/timed.py); `hold`: its timed loops wait for the
+    """`order_key`: the entry's own (model/timed.py); `hold`: its timed loops wait for the
     host's go (protocol.GO_FILE), after its traced calls."""
     job = timing_job(sb, cases, order_key=order_key, hold=hold)
     job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
@@ -263,7 +242,7 @@ def entry_in(kernel_file: Path) -> Iterator[Path]:
 
 
 def order_key(kernel_file: Path) -> bytes:
-    """The entry's own order of its shapes' seeds (run/timed.py): its kernel file's digest.
+    """The entry's own order of its shapes' seeds (model/timed.py): its kernel file's digest.
     Secret only with the run's seeds, which it is mixed with."""
     return hashlib.sha256(kernel_file.read_bytes()).digest()
 

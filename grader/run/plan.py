@@ -26,10 +26,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.errors import ProblemError
+from grader.formats.expr import work
 from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import EXPECTED, INPUTS, case_file
 from grader.sandbox.spec import Limits
-from grader.scoring.roofline import work
 
 MIB = 1 << 20
 REFERENCE_SLACK = 64 * MIB  # JSON, headers, module problems' state

@@ -21,7 +21,8 @@ import requests.exceptions
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from grader.errors import DockerUnavailable, ImageBuildError, InfraError
-from grader.sandbox.engine import POLL_S, ExitState
+from grader.model.runs import ExitState
+from grader.sandbox.engine import POLL_S
 from grader.sandbox.spec import ROLE_LABEL, SESSION_LABEL, ContainerSpec
 
 IMAGE_LABEL = "grader.image"

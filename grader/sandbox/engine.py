@@ -12,25 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from grader.model.runs import ExitState
 from grader.sandbox.spec import ContainerSpec
 
 POLL_S = 0.05  # how often a running container is looked at
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExitState:
-    exit_code: int | None  # None when killed by us for the wall-clock limit
-    timed_out: bool
-    oom_killed: bool
-    wall_s: float  # start to exit, less the time it was held (Container.extend)
-    logs: str  # stdout+stderr (stderr alone for a channel's container), at most log_bytes
-    logs_truncated: bool
-    held_s: float = 0.0
-    stdout: bytes = b""  # a channel's frames (spec.stdout_bytes > 0), read at exit
 
 
 @runtime_checkable

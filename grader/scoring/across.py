@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 from grader.errors import UsageError
 from grader.formats.problem import Phase
-from grader.results import Report
-from grader.scoring._model import Frozen, check_comparable
+from grader.model.results import Report
+from grader.model.scores import Frozen
+from grader.scoring.comparable import check_comparable
 from grader.scoring.scores import PHASES
 
 # What must agree between the reports of one comparison.

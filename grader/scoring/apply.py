@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from grader.detect.findings import Finding, Layer, Severity
-from grader.results import ProblemResult, Report, ShapeResult
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import ProblemResult, Report, ShapeResult
+from grader.model.scores import ScoreOptions
 from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import HardwareProfile, list_hardware
 from grader.scoring.roofline import roofline
-from grader.scoring.scores import ScoreOptions, score
+from grader.scoring.scores import score
 from grader.suite.load import Suite
 from grader.verdicts import Verdict, worst
 

@@ -38,9 +38,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from grader.errors import ProblemError
+from grader.formats.expr import work
 from grader.harness.modules import build_module
-from grader.scoring._model import Frozen
-from grader.scoring.roofline import work
+from grader.model.scores import Frozen
 from grader.suite.load import load_problem
 
 Rule = Literal["flop_counter", "pointwise", "reduction", "per_element", "free"]

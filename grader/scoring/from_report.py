@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from grader.errors import ProblemError
 from grader.formats.problem import Problem
-from grader.results import Report
+from grader.model.results import Report
 from grader.scoring.hardware import HardwareProfile
 from grader.scoring.roofline import roofline
 from grader.scoring.scores import ScoreInput

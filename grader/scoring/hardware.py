@@ -16,11 +16,10 @@ from pydantic import Field, StringConstraints, model_validator
 
 from grader.errors import ProblemError
 from grader.formats._base import Strict, load_toml
+from grader.model.scores import PEAK_DTYPES, PeakDType
 
 HARDWARE_DIR = Path(__file__).resolve().parents[2] / "hardware"
 
-PeakDType = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
-PEAK_DTYPES: tuple[PeakDType, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
 _NAME = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 # Every number says where it comes from: a datasheet and what it says, or a measurement.

@@ -21,12 +21,12 @@ from pydantic import Field
 
 from grader.errors import UsageError
 from grader.formats.problem import Phase
-from grader.scoring._model import Frozen, check_comparable
-from grader.scoring.scores import ScoreCard
+from grader.model.scores import Frozen, ScoreCard
+from grader.scoring.comparable import check_comparable
 from grader.verdicts import NOT_JUDGED, Verdict
 
 if TYPE_CHECKING:
-    from grader.results import Report
+    from grader.model.results import Report
 
 # What must agree between the entries of one leaderboard.
 COMPARABLE = ("suite", "weights_version", "policy", "hardware")

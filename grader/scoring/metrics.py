@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
 
-from pydantic import Field
-
-from grader.scoring._model import Frozen
-from grader.scoring.roofline import REGIMES, Regime
-from grader.scoring.units import ProblemScore, ShapeScore
+from grader.model.scores import (
+    REGIMES,
+    Cost,
+    FastP,
+    GateFunnel,
+    ProblemScore,
+    Regime,
+    RegimeScore,
+    ShapeScore,
+)
 from grader.verdicts import NOT_JUDGED, Verdict
 
 # The gates a shape passes, in order. A verdict says how far it got.
@@ -21,39 +25,12 @@ NOT_CORRECT = frozenset({Verdict.INCORRECT, Verdict.RUNTIME_ERROR, Verdict.TIMEO
                          Verdict.RESOURCE_LIMIT, Verdict.POLICY_VIOLATION, Verdict.TAMPERING})
 
 
-class FastP(Frozen):
-    p: float
-    share: float = Field(ge=0, le=1)  # of the scored shapes: counted and reference_s/t > p
-    shapes: int  # the denominator: scored shapes
 
 
-class GateFunnel(Frozen):
-    """compile → correct → native → timed, over every shape given except those not judged:
-    infra and reference errors (the grader's and the suite's failures are not the entry's)
-    and unverified shapes (this host could not judge them)."""
-
-    shapes: int
-    compiled: int
-    correct: int  # passed or fallback
-    native: int  # passed
-    timed: int  # passed with a valid time
-    infra_errors: int  # infra and reference errors, left out of the funnel
-    unverified: int = 0  # left out too: Triton's CPU interpreter could not run them
-
-    def rate(self, gate: Literal["compiled", "correct", "native", "timed"]) -> float:
-        return getattr(self, gate) / self.shapes if self.shapes else 0.0
 
 
-class RegimeScore(Frozen):
-    shapes: int  # scored shapes of this regime
-    counted: int
-    s_median: float | None
 
 
-class Cost(Frozen):
-    solved_problems: int
-    tokens_per_solved: float | None  # None when nothing was solved or no count was given
-    wall_s_per_solved: float | None
 
 
 def _valid(t: float | None) -> bool:

@@ -16,10 +16,11 @@ from pathlib import Path
 from grader.errors import ProblemError, UsageError
 from grader.formats._base import load_toml
 from grader.formats.problem import Weights
-from grader.results import Report
+from grader.model.results import Report
+from grader.model.scores import ScoreOptions
 from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import HardwareProfile
-from grader.scoring.scores import ScoreOptions, score
+from grader.scoring.scores import score
 from grader.suite.load import Suite, load_suite
 
 _SUITE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -13,19 +13,12 @@ the honest ceiling. `roofline_time` takes FLOPs split by dtype for callers that 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
-
-from pydantic import Field
 
 from grader.errors import ProblemError
+from grader.formats.expr import work
 from grader.formats.problem import Problem, Shape
-from grader.scoring._model import Frozen
-from grader.scoring.expr import evaluate
-from grader.scoring.hardware import HardwareProfile, PeakDType
-
-Regime = Literal["memory", "compute", "launch"]
-REGIMES: tuple[Regime, ...] = ("memory", "compute", "launch")
-Ceiling = Literal["datasheet", "measured"]
+from grader.model.scores import Ceiling, PeakDType, Regime, Roofline
+from grader.scoring.hardware import HardwareProfile
 
 DTYPE_PEAK: dict[str, PeakDType] = {
     "float32": "fp32",
@@ -37,21 +30,6 @@ DTYPE_PEAK: dict[str, PeakDType] = {
 }
 
 
-class Roofline(Frozen):
-    hardware: str
-    dtype: PeakDType  # the peak the FLOPs were charged to
-    flops: float = Field(ge=0)
-    bytes: float = Field(gt=0)
-    peak_flops_per_s: float = Field(gt=0)
-    bandwidth_bytes_per_s: float = Field(gt=0)
-    flops_ceiling: Ceiling
-    bandwidth_ceiling: Ceiling
-    t_compute_s: float = Field(ge=0)
-    t_memory_s: float = Field(gt=0)
-    t_s: float = Field(gt=0)  # max of the two: the roofline time
-    intensity: float = Field(ge=0)  # FLOP per byte
-    ridge: float = Field(gt=0)  # peak / bandwidth: the intensity where the two limits meet
-    regime: Regime
 
 
 def compute_dtype(problem: Problem) -> PeakDType:
@@ -117,15 +95,6 @@ def _regime(t_s: float, intensity: float, ridge: float, profile: HardwareProfile
     if floor is not None and t_s < floor.value:
         return "launch"
     return "compute" if intensity >= ridge else "memory"
-
-
-def work(problem: Problem, shape: Shape) -> tuple[float, float]:
-    """(FLOPs, bytes) of `shape`: its own numbers where it has them, else the problem's
-    expressions evaluated on its params (the model guarantees one of the two)."""
-    flops = shape.flops if shape.flops is not None else evaluate(problem.flops or "", shape.params)
-    nbytes = shape.bytes if shape.bytes is not None else evaluate(problem.bytes or "",
-                                                                   shape.params)
-    return flops, nbytes
 
 
 def roofline(problem: Problem, shape: Shape, profile: HardwareProfile, *,

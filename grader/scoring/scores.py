@@ -14,30 +14,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
-
-from pydantic import Field
+from typing import get_args
 
 from grader.formats.problem import Phase, Weights
-from grader.scoring._model import Frozen
-from grader.scoring.metrics import (
-    Cost,
-    FastP,
-    GateFunnel,
-    RegimeScore,
-    cost_per_solved,
-    fast_p,
-    funnel,
-    regime_scores,
-    speedup_geomean,
+from grader.model.scores import (
+    Flag,
+    Frozen,
+    ProblemScore,
+    Roofline,
+    ScoreCard,
+    ScoreOptions,
+    ShapeScore,
+    WeightsMode,
 )
-from grader.scoring.roofline import Regime, Roofline
-from grader.scoring.units import Flag, ProblemScore, ShapeScore
+from grader.scoring.metrics import cost_per_solved, fast_p, funnel, regime_scores, speedup_geomean
 from grader.verdicts import Verdict
 
 PHASES: tuple[Phase, ...] = get_args(Phase)
 
-WeightsMode = Literal["per_problem", "per_shape", "mixed", "uniform"]
 
 
 class ScoreInput(Frozen):
@@ -53,33 +47,8 @@ class ScoreInput(Frozen):
     roofline: Roofline | None = None
 
 
-class ScoreOptions(Frozen):
-    # Policy: fallback shapes (correct, but delegated to a library) score like passed ones.
-    fallback_scores: bool = False
-    # Score smoke shapes too (CI on the CPU interpreter). Weights then become uniform over
-    # problems: weights.toml describes production shapes, not smoke ones.
-    include_smoke: bool = False
-    fast_p: tuple[float, ...] = (1.0, 2.0)
 
 
-class ScoreCard(Frozen):
-    options: ScoreOptions
-    weights_version: str
-    weights_mode: WeightsMode
-    weights_normalised: bool = True  # S_agg divides by the sum of the weights it used
-    weight_coverage: float = Field(ge=0, le=1)  # share of the total weight that was scorable
-    s_agg: float | None
-    s_agg_by_phase: dict[Phase, float | None]
-    shapes: list[ShapeScore]
-    problems: list[ProblemScore]
-    speedup_geomean: float | None
-    speedup_shapes: int
-    fast_p: list[FastP]
-    funnel: GateFunnel
-    regimes: dict[Regime, RegimeScore]
-    cost: Cost | None
-    tampering_candidates: list[str]  # "problem/shape" with S > 1 or an impossible time
-    notes: list[str] = Field(default_factory=list)
 
 
 def median(values: Sequence[float]) -> float | None:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from grader.grading.config import RunConfig
+from grader.grading.runner import grade_bundle
 from grader.paths import REPO
-from grader.run.config import RunConfig
-from grader.run.runner import grade_bundle
 from grader.verdicts import Verdict
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
@@ -71,7 +71,7 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
             assert s.timing is not None and s.timing.median_us > 0
             assert s.trace is not None
             assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
-    from grader.run.grading import worker_setup
+    from grader.grading.grader import worker_setup
     from grader.sandbox.docker_engine import DockerEngine
 
     cfg = RunConfig(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
@@ -94,12 +94,12 @@ def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
 
 
 def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -> None:
+    from grader.grading.grader import worker_setup
     from grader.harness.protocol import GATE_FILE
     from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.model.channel import read_frames
+    from grader.model.runs import Case
     from grader.run.batch import Batch, Standby
-    from grader.run.channel import read_frames
-    from grader.run.grading import worker_setup
-    from grader.run.jobs import Case
     from grader.sandbox.docker_engine import DockerEngine
     from grader.sandbox.spec import Limits
     from grader.suite.load import load_suite
@@ -122,7 +122,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
         assert st.usable()
         # The entry's harness made its CUDA context and profiler set-up before its gate (so
         # the host's wait for an idle standby covers them); the reference's touched no GPU.
-        # The entry's gate is a frame on its warden's stdout (grader/run/channel.py).
+        # The entry's gate is a frame on its warden's stdout (grader/model/channel.py).
         gate = read_frames(st.ent.stdout()).standby
         assert gate is not None and gate.model_dump() == {
             "ok": True, "cuda_initialized": True, "prepared": True}

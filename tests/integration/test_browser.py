@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.detect.findings import Finding, Layer, Severity
-from grader.report.html import render_html
-from grader.results import (
+from grader.grading.grader import summarize
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import (
     Comparison,
     Environment,
     KernelTime,
@@ -32,7 +32,7 @@ from grader.results import (
     Timing,
     Trace,
 )
-from grader.run.grading import summarize
+from grader.report.html import render_html
 from grader.verdicts import Verdict, worst
 
 CHROMIUM = shutil.which("chromium")

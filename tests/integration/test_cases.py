@@ -9,9 +9,9 @@ import pytest
 from case_pool import CasePool, cost
 
 from grader.cli.selftest import CaseResult, case_dirs
+from grader.model.results import Report
 from grader.paths import REPO
 from grader.report.render import FORMATS, load_report, write_reports
-from grader.results import Report
 
 pytestmark = pytest.mark.docker
 GROUPS = ("grading", "fallback", "hostile")

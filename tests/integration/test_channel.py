@@ -1,4 +1,4 @@
-"""The evidence channel against the real engine (harness/warden.py, grader/run/channel.py): a
+"""The evidence channel against the real engine (harness/warden.py, grader/model/channel.py): a
 handshake the entry cannot forge, and nothing it runs after its last call reaching a verdict.
 """
 

@@ -30,14 +30,14 @@ from docker.models.containers import ContainerCollection
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import InfraError, UsageError
+from grader.grading.checkpoint import Checkpoint, Finished
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
+from grader.grading.runner import grade_bundle
+from grader.grading.worker import Worker
 from grader.intake.tools import create_bundle
+from grader.model.results import Report
 from grader.paths import REPO
-from grader.results import Report
-from grader.run.checkpoint import Checkpoint, Finished
-from grader.run.config import RunConfig
-from grader.run.grading import Grader
-from grader.run.runner import grade_bundle
-from grader.run.worker import Worker
 from grader.sandbox.docker_engine import DockerEngine
 from grader.verdicts import Verdict
 

@@ -22,12 +22,12 @@ from case_pool import CasePool
 from grader.cli.selftest import grade_case
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
 from grader.intake.tools import create_bundle
+from grader.model.results import Report
 from grader.paths import REPO
 from grader.report.render import FORMATS, write_reports
-from grader.results import Report
-from grader.run.config import RunConfig
-from grader.run.grading import Grader
 from grader.sandbox.runs import OWNER, runs_root
 from grader.verdicts import Verdict
 
@@ -152,7 +152,7 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
     cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits, memory_bytes=2 << 30))
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
     report = grader.run()
-    from grader.run.grading import derive_seed
+    from grader.grading.grader import derive_seed
 
     seeds = [str(derive_seed(secret, "vector_add", s.id, k))
              for s in report.problems[0].shapes for k in range(2)]

@@ -12,12 +12,13 @@ import uuid
 
 import pytest
 
+from grader.grading.grader import derive_seed
 from grader.harness.protocol import CASES_FILE
 from grader.images import ensure, problem_plan
+from grader.model.runs import Case
 from grader.paths import REPO
 from grader.run.batch import Batch, run_pair
-from grader.run.grading import derive_seed
-from grader.run.jobs import Case, TimingKnobs, WorkerSetup
+from grader.run.jobs import TimingKnobs, WorkerSetup
 from grader.sandbox.spec import Limits
 from grader.suite.load import ProblemBundle, load_suite
 

@@ -14,9 +14,9 @@ import jsonschema
 import pytest
 
 from grader import __version__
+from grader.organiser.release_kit import hidden_values, leaks
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.suite.load import load_suite
-from grader.suite.release_kit import hidden_values, leaks
 
 pytestmark = pytest.mark.docker
 FORMATS = "json,html,md,junit,sarif"

@@ -31,8 +31,8 @@ import psutil
 import pytest
 
 from grader.intake.tools import create_bundle
+from grader.model.results import Report
 from grader.paths import REPO
-from grader.results import Report
 from grader.round.board import build_board
 from grader.round.render import board_html
 from grader.round.store import RoundDir

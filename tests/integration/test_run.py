@@ -12,10 +12,10 @@ import pytest
 
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
-from grader.run.config import RunConfig
-from grader.run.grading import Grader
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker

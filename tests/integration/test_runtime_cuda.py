@@ -20,11 +20,11 @@ import pytest
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import ImageBuildError, UsageError
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
 from grader.images import RuntimeConfig, ensure_runtime
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
-from grader.run.config import RunConfig
-from grader.run.grading import Grader
 from grader.sandbox.gpus import DRIVER_LIB_DIR
 from grader.verdicts import Verdict
 

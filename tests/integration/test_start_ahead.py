@@ -1,4 +1,4 @@
-"""Containers started one batch ahead (run.batch.Standby, grader/run/worker.py), against the
+"""Containers started one batch ahead (run.batch.Standby, grader/grading/worker.py), against the
 real engine: the gate holds them before the entry's file is loaded, the batch they run beside
 waits for them before its timed loops, a dead one is replaced, and whole runs grade the
 same."""
@@ -21,11 +21,11 @@ from docker.models.containers import ContainerCollection
 from test_faults import ALL, _bundle, _grader, _left, _verdicts
 from test_pair import KERNEL, TIMED, _cases
 
+from grader.grading.config import RunConfig
 from grader.harness.protocol import GATE_FILE, GO_FILE, STANDBY, STANDBY_ENV, TRACED
 from grader.images import ensure, problem_plan
+from grader.model.channel import GateFrame, read_frames
 from grader.run.batch import Batch, Beside, Standby, run_pair
-from grader.run.channel import GateFrame, read_frames
-from grader.run.config import RunConfig
 from grader.run.jobs import WorkerSetup
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, Limits

@@ -50,7 +50,8 @@ from grader.harness.protocol import (
     case_file,
 )
 from grader.harness.warden import encode_frame
-from grader.sandbox.engine import POLL_S, ExitState
+from grader.model.runs import ExitState
+from grader.sandbox.engine import POLL_S
 from grader.sandbox.spec import ContainerSpec, Role
 
 Steps = Generator[None, None, int]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from grader.paths import PROBLEM_BUNDLES
-from grader.results import (
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -15,6 +14,7 @@ from grader.results import (
     Summary,
     Timing,
 )
+from grader.paths import PROBLEM_BUNDLES
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline

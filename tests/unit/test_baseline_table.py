@@ -67,8 +67,8 @@ def test_fraction_is_roofline_over_median_and_problem_is_median(tmp_path: Path) 
 def test_graded_figures_replace_bare_ones_and_checkpoints_count(tmp_path: Path) -> None:
     """A checkpoint folder (a grading cut short) is read like a report; its figures replace
     the bare run's for the same problem and column, the rest stay marked as bare."""
-    from grader.results import ProblemResult, ShapeResult, Timing
-    from grader.run.checkpoint import Finished
+    from grader.grading.checkpoint import Finished
+    from grader.model.results import ProblemResult, ShapeResult, Timing
     from grader.verdicts import Verdict
 
     suite = load_suite(REPO / "problem_bundles" / "llm-inference")

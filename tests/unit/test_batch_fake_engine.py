@@ -31,8 +31,10 @@ from grader.harness.protocol import (
     STDOUT_BYTES,
 )
 from grader.judge.problem import judge_problem, reference_failure
+from grader.model.channel import read_frames
+from grader.model.results import ShapeResult
+from grader.model.runs import Case, Evidence
 from grader.paths import PROBLEM_BUNDLES
-from grader.results import ShapeResult
 from grader.run import batch as run_batch
 from grader.run import plan
 from grader.run.batch import (
@@ -46,8 +48,7 @@ from grader.run.batch import (
     reference_container,
     run_pair,
 )
-from grader.run.channel import read_frames
-from grader.run.jobs import CODE, Case, ContainerRun, TimingKnobs, WorkerSetup, timed_plans
+from grader.run.jobs import CODE, TimingKnobs, WorkerSetup, timed_plans
 from grader.sandbox import capped
 from grader.sandbox.engine import Container, ContainerEngine
 from grader.sandbox.spec import Limits, Role
@@ -108,7 +109,7 @@ def _batch(tmp_path: Path, problem: Problem, sb: WorkerSetup, shapes: list[Shape
                  problem=problem, **{**limits, **kw})
 
 
-def _judge(problem: Problem, batch: Batch, reference_run: ContainerRun, entry_run: ContainerRun,
+def _judge(problem: Problem, batch: Batch, reference_run: Evidence, entry_run: Evidence,
            limits: Limits) -> list[ShapeResult]:
     shapes = list({c.shape.id: c.shape for c in batch.cases}.values())
     return judge_problem(problem=problem, shapes=shapes, cases=batch.cases,

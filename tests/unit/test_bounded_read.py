@@ -1,5 +1,5 @@
 """Issue 19: what the host reads from a container is read under limits fixed before reading
-(grader/harness/tensors.ReadLimits, grader/run/evidence.py), and odd folders are reported once per
+(grader/harness/tensors.ReadLimits, grader/model/evidence.py), and odd folders are reported once per
 kind with counts, never once per file."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 
 from grader.harness import tensors
 from grader.judge.problem import _anomaly_findings
-from grader.run.evidence import MAX_NUMBER, ReadyFile, ResultFile, read_out_dir
+from grader.model.evidence import MAX_NUMBER, ReadyFile, ResultFile, read_out_dir
 
 
 def _raw(header: dict[str, object], args: list[object], body_len: int, path: Path) -> Path:

@@ -16,10 +16,10 @@ import pytest
 
 from grader.detect.detector import Detector
 from grader.detect.dynamic import CallEvidence, judge_calls
-from grader.detect.findings import Severity
 from grader.detect.policy import load_policy
+from grader.model.findings import Severity
+from grader.model.results import KernelTime, Trace
 from grader.paths import REPO
-from grader.results import KernelTime, Trace
 
 RECORD = REPO / "docs" / "data" / "h200-2026-12-02-session8" / "call1" / "scenarios.json"
 OWN = {"add_k", "mm_k"}

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from grader import files
 from grader.errors import InfraError, UsageError
-from grader.results import ProblemResult
-from grader.run import checkpoint as ck
-from grader.run.checkpoint import Checkpoint, Finished, RunKey
+from grader.grading import checkpoint as ck
+from grader.grading.checkpoint import Checkpoint, Finished, RunKey
+from grader.model.results import ProblemResult
 from grader.verdicts import Verdict
 
 KEY = RunKey(grader_version="1", bundle_sha256="ab" * 32, suite="demo", suite_version="1",
@@ -109,7 +110,7 @@ def test_a_full_disk_is_an_infra_error_and_keeps_the_old_file(
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(ck.os, "fsync", full)
+    monkeypatch.setattr(files.os, "fsync", full)
     with pytest.raises(InfraError, match="No space left on device") as err:
         cp.save(_done("vector_add", Verdict.INCORRECT))
     assert "--resume" in (err.value.hint or "")

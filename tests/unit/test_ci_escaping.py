@@ -12,12 +12,12 @@ from html.parser import HTMLParser
 import pytest
 from test_report_render import HOSTILE, make_report
 
-from grader.detect.findings import Finding, Layer, Severity
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import Report
 from grader.report.inert import inert_text, sarif_text
 from grader.report.junit import render_junit
 from grader.report.markdown import md_text, render_markdown
 from grader.report.sarif import to_sarif
-from grader.results import Report
 
 # What an entry can put in its name, its kernel names, its errors and its stderr.
 CI_HOSTILE = (

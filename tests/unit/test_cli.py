@@ -146,10 +146,10 @@ def test_fail_on_parsing() -> None:
 
 
 def test_gpus_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import grader.run.runner
+    import grader.grading.runner
 
     seen = []
-    monkeypatch.setattr(grader.run.runner, "grade_bundle", lambda req: seen.append(req.gpus))
+    monkeypatch.setattr(grader.grading.runner, "grade_bundle", lambda req: seen.append(req.gpus))
     for args, gpus in ((["--gpus", "1, 0,3"], (1, 0, 3)), (["--gpu", "2", "--gpu", "2"], (2,)),
                        ([], (0,))):
         res = CliRunner().invoke(cli, ["run", str(tmp_path / "b.tar"), *args])
@@ -177,7 +177,7 @@ def _report(*verdicts: str) -> SimpleNamespace:
 
 def test_gate_failure_names_the_shapes_and_where_the_reports_are(tmp_path: Path) -> None:
     from grader.errors import VerdictGate
-    from grader.run.runner import gate_failure
+    from grader.grading.runner import gate_failure
     from grader.verdicts import Verdict
 
     gate = frozenset({Verdict.FALLBACK, Verdict.INCORRECT})
@@ -192,7 +192,7 @@ def test_gate_failure_names_the_shapes_and_where_the_reports_are(tmp_path: Path)
 
 def test_device_cuda_with_cpu_runtime_says_what_to_do(tmp_path: Path) -> None:
     from grader.errors import UsageError
-    from grader.run.config import RunConfig
+    from grader.grading.config import RunConfig
 
     with pytest.raises(UsageError) as err:
         RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda")

@@ -12,12 +12,13 @@ from click.testing import CliRunner
 from grader.cli.scoring import compare as compare_cmd
 from grader.errors import UsageError
 from grader.formats.problem import Weights
+from grader.model.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
+from grader.model.scores import ScoreCard
 from grader.report.render import write_reports
-from grader.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
 from grader.scoring.across import compare, comparison_text
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline_values
-from grader.scoring.scores import ScoreCard, ScoreInput, score
+from grader.scoring.scores import ScoreInput, score
 from grader.verdicts import Verdict
 
 H200 = load_hardware("h200")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from grader.detect.dynamic import is_native, judge_trace, verdict_for, worst_severity
-from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import load_policy
+from grader.model.findings import Finding, Layer, Severity
 from grader.verdicts import Verdict
 
 TRITON = load_policy("triton")

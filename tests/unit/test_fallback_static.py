@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from grader.detect.findings import Finding, Severity
 from grader.detect.policy import Policy, load_policy
 from grader.detect.rules import RULES
 from grader.detect.static import analyze
+from grader.model.findings import Finding, Severity
 from grader.verdicts import Verdict
 
 CASES = Path(__file__).resolve().parents[1] / "cases" / "fallback"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from grader.results import Comparison, ProblemResult, Timing
-from grader.run.checkpoint import Checkpoint, Finished, RunKey
+from grader.grading.checkpoint import Checkpoint, Finished, RunKey
+from grader.model.results import Comparison, ProblemResult, Timing
 from grader.verdicts import Verdict
 
 KEY = RunKey(grader_version="1", bundle_sha256="ab" * 32, suite="demo", suite_version="1",

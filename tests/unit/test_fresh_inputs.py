@@ -1,5 +1,5 @@
 """Fresh inputs for every timed call and checked timed outputs (issue 31), without a GPU: the
-host's plan (run/timed.py), the samples both containers take (harness/fresh.py), the harness's
+host's plan (model/timed.py), the samples both containers take (harness/fresh.py), the harness's
 timed loop driven by a stand-in clock on the real demo recipe, and the judge of the checked
 calls. The GPU path is tests/gpu/test_hostile_gpu.py's replay cases."""
 
@@ -16,10 +16,11 @@ from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
 from grader.harness.fresh import SAMPLE, load_recipe, make, sample, timed_loop
 from grader.judge.problem import judge_problem
+from grader.model import timed
+from grader.model.evidence import CaseRecord, OutDir, ResultFile, TimingRecord
+from grader.model.runs import Case, Evidence
 from grader.paths import REPO
-from grader.run import timed
-from grader.run.evidence import CaseRecord, OutDir, ResultFile, TimingRecord
-from grader.run.jobs import Case, ContainerRun, TimingKnobs, timed_plans
+from grader.run.jobs import TimingKnobs, timed_plans
 from grader.verdicts import Verdict
 from tests.unit.test_judge import READY, NoDetection, _exit
 
@@ -156,8 +157,8 @@ def _graded(tmp: Path, compute: Any, *, samples: int = 6, drop: str | None = Non
     ent.result = ResultFile(cases={"s.0": CaseRecord(ok=True)}, timings={"s": TimingRecord(
         ok=True, device_us=[10.0] * samples, method="cuda-events")})
     return judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases,
-                         reference=ContainerRun(exit=_exit(), out=ref),
-                         entry=ContainerRun(exit=_exit(), out=ent), static=[], own_kernels=set(),
+                         reference=Evidence(exit=_exit(), out=ref),
+                         entry=Evidence(exit=_exit(), out=ent), static=[], own_kernels=set(),
                          tracer=NoDetection(), max_output_bytes=1 << 20,
                          plans={"s": plan})[0], plan
 
@@ -190,9 +191,9 @@ def test_a_check_the_loop_never_reached_is_not_asked_for(tmp_path: Path) -> None
 
 def test_kernels_launched_through_foreign_triton_code_are_never_the_entrys() -> None:
     from grader.judge.problem import _foreign
-    from grader.run.evidence import TraceRecord
+    from grader.model.evidence import TraceRecord
 
     out = OutDir(ready=READY, result=ResultFile(
         cases={"s.0": CaseRecord(ok=True, trace=TraceRecord(foreign_triton={"add_kernel": 2}))},
         outside=TraceRecord(foreign_triton={"triton_poi_fused_0": 1})))
-    assert _foreign(ContainerRun(exit=_exit(), out=out)) == {"add_kernel", "triton_poi_fused_0"}
+    assert _foreign(Evidence(exit=_exit(), out=out)) == {"add_kernel", "triton_poi_fused_0"}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import UsageError
-from grader.run import grading as grade
-from grader.run.config import RunConfig
+from grader.grading import grader as grade
+from grader.grading.config import RunConfig
 from grader.run.jobs import WorkerSetup, container_spec
 from grader.sandbox import gpus as doctor
 from grader.sandbox.gpus import (

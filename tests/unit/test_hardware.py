@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ProblemError
+from grader.model.scores import PEAK_DTYPES
 from grader.scoring.hardware import (
     HARDWARE_DIR,
-    PEAK_DTYPES,
     HardwareProfile,
     hardware_text,
     list_hardware,

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from suite_checks import load_module
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import Policy, load_policy
 from grader.detect.static import analyze
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import ProblemResult, ShapeResult
 from grader.paths import REPO
-from grader.results import ProblemResult, ShapeResult
 from grader.verdicts import Verdict
 
 SRC = REPO / "tests" / "cases" / "honest_public_src"

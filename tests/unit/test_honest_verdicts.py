@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.judge.interpreter import bf16_limit, interpreter_limit
 from grader.judge.problem import judge_problem, reference_failure
-from grader.run.evidence import CaseRecord, OutDir, ResultFile
-from grader.run.jobs import Case, ContainerRun
+from grader.model.evidence import CaseRecord, OutDir, ResultFile
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.runs import Case, Evidence
 from grader.scoring.leaderboard import COUNT_COLUMNS
 from grader.scoring.metrics import funnel
 from grader.verdicts import NOT_JUDGED, Verdict, worst
@@ -92,11 +92,11 @@ def test_a_violation_beside_a_runtime_error_shows_both(tmp_path: Path) -> None:
 
 
 def _reference(tmp: Path, *, error: str | None = None, **exit_kw: object
-               ) -> tuple[ContainerRun, list[Case]]:
+               ) -> tuple[Evidence, list[Case]]:
     cases, _, _ = _runs(tmp, None)
     result = None if error is None else ResultFile(cases={"s.0": CaseRecord(ok=False,
                                                                             error=error)})
-    return ContainerRun(exit=_exit(**exit_kw), out=OutDir(result=result)), cases
+    return Evidence(exit=_exit(**exit_kw), out=OutDir(result=result)), cases
 
 
 def test_a_reference_that_raises_is_the_suites_fault(tmp_path: Path) -> None:
@@ -135,7 +135,8 @@ def test_new_verdicts_are_counted_apart() -> None:
 
 
 def test_the_funnel_leaves_out_what_was_not_judged() -> None:
-    from grader.scoring.scores import ScoreInput, ScoreOptions, score_shape
+    from grader.model.scores import ScoreOptions
+    from grader.scoring.scores import ScoreInput, score_shape
 
     shapes = [score_shape(ScoreInput(problem="p", shape=str(i), phase="decode", verdict=v),
                           ScoreOptions())
@@ -147,7 +148,7 @@ def test_the_funnel_leaves_out_what_was_not_judged() -> None:
 
 
 def _wrong(tmp: Path, bf16_ops: dict[str, int], *, interpreter: bool = True) -> Verdict:
-    from grader.run.evidence import TraceRecord
+    from grader.model.evidence import TraceRecord
 
     cases, ref, ent = _runs(tmp, torch.arange(8.0))  # wrong outputs
     assert ent.out.result is not None

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import EXIT_CODES, ExposedHostPath
-from grader.run import grading as grade
-from grader.run.config import RunConfig
+from grader.grading import grader as grade
+from grader.grading.config import RunConfig
 from grader.sandbox import host_runtime
 from grader.sandbox.gpus import driver_library_links
 from grader.sandbox.host_runtime import (

@@ -17,10 +17,10 @@ from grader.errors import ProblemError, UsageError
 from grader.harness.modules import as_function, build_module
 from grader.importers import ImportOptions, import_suite
 from grader.importers.common import problem_id, shape_id
+from grader.organiser.release_kit import build_kit, kit_files
 from grader.paths import REPO
 from grader.scoring.derive import check, load_reference
 from grader.suite.load import Suite, load_suite
-from grader.suite.release_kit import build_kit, kit_files
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
 ATREX = FIXTURES / "atrex"

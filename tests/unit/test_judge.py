@@ -10,10 +10,9 @@ import torch
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
 from grader.judge.problem import judge_problem
-from grader.results import Trace
-from grader.run.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
-from grader.run.jobs import Case, ContainerRun
-from grader.sandbox.engine import ExitState
+from grader.model.evidence import Anomaly, CaseRecord, OutDir, ReadyFile, ResultFile, TimingRecord
+from grader.model.results import Trace
+from grader.model.runs import Case, Evidence, ExitState
 from grader.verdicts import Verdict
 
 PROBLEM = Problem(id="add", operator="add", dtypes=["float32"], flops="n", bytes="12*n",
@@ -39,7 +38,7 @@ def _exit(**kw: object) -> ExitState:
 def _runs(tmp: Path, out: torch.Tensor | None, *, ok: bool = True, exit_kw: dict | None = None,
           ready: ReadyFile | None = READY, result: bool = True,
           timing: TimingRecord | None = None, timed: bool = False
-          ) -> tuple[list[Case], ContainerRun, ContainerRun]:
+          ) -> tuple[list[Case], Evidence, Evidence]:
     x = torch.arange(8, dtype=torch.float32)
     cases = [Case(id="s.0", shape=SHAPE, seed=1)]
     if timed:
@@ -55,11 +54,11 @@ def _runs(tmp: Path, out: torch.Tensor | None, *, ok: bool = True, exit_kw: dict
     if result:
         ent.result = ResultFile(cases={"s.0": CaseRecord(ok=ok, error=None if ok else "boom")},
                                 timings={"s": timing} if timing else {})
-    return (cases, ContainerRun(exit=_exit(), out=ref),
-            ContainerRun(exit=_exit(**(exit_kw or {})), out=ent))
+    return (cases, Evidence(exit=_exit(), out=ref),
+            Evidence(exit=_exit(**(exit_kw or {})), out=ent))
 
 
-def _judge(cases: list[Case], ref: ContainerRun, ent: ContainerRun) -> Verdict:
+def _judge(cases: list[Case], ref: Evidence, ent: Evidence) -> Verdict:
     res = judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases, reference=ref, entry=ent,
                         static=[], own_kernels=set(), tracer=NoDetection(),
                         max_output_bytes=1 << 20)

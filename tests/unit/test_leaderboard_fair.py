@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from grader.cli.scoring import leaderboard as leaderboard_cmd
 from grader.formats.problem import Weights
+from grader.model.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
 from grader.report.render import write_reports
-from grader.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
 from grader.scoring.hardware import load_hardware
 from grader.scoring.leaderboard import Scored, leaderboard, leaderboard_text
 from grader.scoring.roofline import roofline_values

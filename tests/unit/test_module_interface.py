@@ -25,12 +25,13 @@ from grader.detect.static import analyze
 from grader.errors import ProblemError
 from grader.formats._base import parse_toml
 from grader.formats.problem import Problem
+from grader.grading.grader import derive_module_seed, derive_seed
 from grader.harness import tensors
 from grader.harness.modules import as_function, build_module, find_class
 from grader.importers import ImportOptions, import_suite
+from grader.model.runs import Case
 from grader.paths import REPO
-from grader.run.grading import derive_module_seed, derive_seed
-from grader.run.jobs import Case, entry_args, module_job
+from grader.run.jobs import entry_args, module_job
 from grader.suite.load import ProblemBundle, load_problem
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"

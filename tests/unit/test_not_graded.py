@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ProblemError
+from grader.grading.config import RunConfig
+from grader.grading.runner import grade_bundle
 from grader.report.not_graded import write_not_graded
 from grader.report.summaries import ErrorInfo
-from grader.run.config import RunConfig
-from grader.run.runner import grade_bundle
 
 PWN = "<script>alert(1)</script> `code` [x](http://e) @team"
 

@@ -6,8 +6,8 @@ import pytest
 from suite_checks import load_module
 from test_report_render import make_report
 
+from grader.model.results import Timing
 from grader.paths import REPO
-from grader.results import Timing
 
 
 def _bench():  # type: ignore[no-untyped-def]

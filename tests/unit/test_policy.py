@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.detect.findings import Severity
 from grader.detect.policy import expand_patterns, list_policies, load_policy, policy_text
 from grader.errors import ProblemError
+from grader.model.findings import Severity
 
 ROOT = Path(__file__).resolve().parents[2]
 

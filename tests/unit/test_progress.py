@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.run.progress import Progress, choose_mode, human_line
+from grader.grading.progress import Progress, choose_mode, human_line
 
 # What the grader says today, in order, for a suite of three problems graded by one worker:
 # it takes each next problem (its image) before the last batch of the one before, so that it
-# can start that problem's containers beside it (grader/run/worker.py).
+# can start that problem's containers beside it (grader/grading/worker.py).
 MESSAGES = [
     "runtime image",
     "vector_add: image", "rmsnorm: image", "vector_add: reference and entry (2 cases)",
@@ -147,10 +147,10 @@ def test_hours_in_clock() -> None:
 def test_grade_bundle_wires_progress_through_the_grading_loop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """runner.grade_bundle plans the suite's problems and hands a Progress to the Grader."""
+    from grader.grading import runner
+    from grader.grading.config import RunConfig
     from grader.intake.tools import create_bundle
     from grader.paths import REPO
-    from grader.run import runner
-    from grader.run.config import RunConfig
 
     bundle = tmp_path / "b.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
@@ -185,7 +185,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
     assert [e["problem"] for e in events if e["stage"] == "reference"] == [
         "vector_add", "rmsnorm", "matmul"]
     assert events[-1]["event"] == "finish" and events[-1]["done"] == 3
-    # seed.secret is written by the Grader itself, before grading (see grader/run/checkpoint.py)
+    # seed.secret is written by the Grader itself, before grading (see grader/grading/checkpoint.py)
 
 
 def test_concurrent_workers_count_done_conservatively_or_exactly() -> None:

@@ -12,13 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.detect.findings import Finding, Layer, Severity
-from grader.report.html import render_html
-from grader.report.junit import render_junit
-from grader.report.markdown import render_markdown
-from grader.report.public import NOTE, public_view
-from grader.report.render import render_sarif, write_reports
-from grader.results import (
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -27,6 +22,11 @@ from grader.results import (
     SuiteSummary,
     Summary,
 )
+from grader.report.html import render_html
+from grader.report.junit import render_junit
+from grader.report.markdown import render_markdown
+from grader.report.public import NOTE, public_view
+from grader.report.render import render_sarif, write_reports
 from grader.verdicts import Verdict
 
 # What each problem's entry printed; the marker says whether a public report may show it.

@@ -20,10 +20,10 @@ from click.testing import CliRunner
 
 from grader.cli.scoring import release as release_cmd
 from grader.errors import ProblemError
+from grader.formats.expr import work
+from grader.organiser.release_kit import build_kit, signature
 from grader.paths import PROBLEM_BUNDLES
-from grader.scoring.roofline import work
 from grader.suite.load import Suite, load_suite
-from grader.suite.release_kit import build_kit, signature
 
 DEMO_DIR = PROBLEM_BUNDLES / "demo"
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")

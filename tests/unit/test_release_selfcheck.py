@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from grader.cli.scoring import release
 from grader.errors import ReferenceFailed
+from grader.organiser.selfcheck import self_check, smallest
 from grader.paths import PROBLEM_BUNDLES
 from grader.suite.load import load_suite
-from grader.suite.selfcheck import self_check, smallest
 
 pytest.importorskip("torch")
 

@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.errors import UsageError
 from grader.formats.problem import Phase, Weights
-from grader.report.html import render_html
-from grader.report.inert import clean_text
-from grader.report.junit import render_junit
-from grader.report.markdown import md_text, render_markdown
-from grader.report.render import FORMATS, load_report, write_reports
-from grader.results import (
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import (
     Comparison,
     Environment,
     KernelTime,
@@ -34,6 +29,11 @@ from grader.results import (
     Timing,
     Trace,
 )
+from grader.report.html import render_html
+from grader.report.inert import clean_text
+from grader.report.junit import render_junit
+from grader.report.markdown import md_text, render_markdown
+from grader.report.render import FORMATS, load_report, write_reports
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import roofline_values
 from grader.scoring.scores import ScoreInput, score
@@ -545,7 +545,7 @@ def test_markdown_shows_the_score_card() -> None:
 def test_sarif_format_carries_static_and_dynamic_findings(tmp_path: Path) -> None:
     import json as _json
 
-    from grader.detect.findings import Finding, Layer, Severity
+    from grader.model.findings import Finding, Layer, Severity
 
     rep = make_report()
     static = Finding(rule="FB001", severity=Severity.FALLBACK, layer=Layer.STATIC,

@@ -24,9 +24,7 @@ from click.testing import CliRunner
 from grader.cli.scoring import rescore as rescore_cmd
 from grader.errors import ProblemError, UsageError
 from grader.formats.problem import Phase
-from grader.paths import PROBLEM_BUNDLES
-from grader.report.render import load_report, write_reports
-from grader.results import (
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -36,6 +34,8 @@ from grader.results import (
     Summary,
     Timing,
 )
+from grader.paths import PROBLEM_BUNDLES
+from grader.report.render import load_report, write_reports
 from grader.scoring.hardware import load_hardware
 from grader.scoring.rescore import load_weights, report_suite, rescore
 from grader.suite.load import load_suite

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ProblemError
+from grader.formats.expr import MAX_LENGTH, evaluate
 from grader.formats.problem import Problem, Shape
-from grader.scoring.expr import MAX_LENGTH, evaluate
 from grader.scoring.hardware import load_hardware
 from grader.scoring.roofline import compute_dtype, roofline, roofline_time, roofline_values
 from grader.suite.load import load_suite

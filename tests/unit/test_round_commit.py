@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from grader.errors import UsageError
-from grader.paths import PROBLEM_BUNDLES
-from grader.report.render import write_reports
-from grader.results import (
+from grader.grading.checkpoint import commitment
+from grader.grading.grader import summarize
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -23,6 +23,8 @@ from grader.results import (
     SuiteSummary,
     Timing,
 )
+from grader.paths import PROBLEM_BUNDLES
+from grader.report.render import write_reports
 from grader.round.commit import differences, report_differences, write_commitment
 from grader.round.model import (
     Commitment,
@@ -45,8 +47,6 @@ from grader.round.request import suite_digest
 from grader.round.run import finish
 from grader.round.store import RoundDir
 from grader.round.verify import verify_round
-from grader.run.checkpoint import commitment
-from grader.run.grading import summarize
 from grader.suite.load import load_suite
 from grader.verdicts import Verdict, worst
 

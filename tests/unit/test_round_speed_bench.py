@@ -9,9 +9,9 @@ from pathlib import Path
 
 from suite_checks import load_module
 
-from grader.paths import REPO
-from grader.report.render import write_reports
-from grader.results import (
+from grader.grading.checkpoint import CHECKPOINT_DIR, Finished, commitment
+from grader.grading.grader import summarize
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -20,10 +20,10 @@ from grader.results import (
     SuiteSummary,
     Timing,
 )
+from grader.paths import REPO
+from grader.report.render import write_reports
 from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef
 from grader.round.store import RoundDir
-from grader.run.checkpoint import CHECKPOINT_DIR, Finished, commitment
-from grader.run.grading import summarize
 from grader.verdicts import Verdict
 
 SECRET = bytes(32)

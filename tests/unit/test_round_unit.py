@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from grader.errors import EXIT_CODES, RoundMismatch
-from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.report.render import write_reports
-from grader.results import (
+from grader.grading.checkpoint import commitment
+from grader.grading.grader import summarize
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -25,6 +25,9 @@ from grader.results import (
     SubmissionSummary,
     SuiteSummary,
 )
+from grader.model.runs import Case
+from grader.paths import PROBLEM_BUNDLES, REPO
+from grader.report.render import write_reports
 from grader.round.board import build_board
 from grader.round.entries import find_entries, safe_name, sha256_file
 from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef
@@ -34,9 +37,6 @@ from grader.round.request import suite_digest
 from grader.round.run import finish, pending
 from grader.round.store import RoundDir
 from grader.round.verify import require, verify_round
-from grader.run.checkpoint import commitment
-from grader.run.grading import summarize
-from grader.run.jobs import Case
 from grader.sandbox import capped
 from grader.suite.load import find_suite
 from grader.verdicts import Verdict, worst
@@ -276,9 +276,9 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     the others are graded side by side, one GPU each (grade_entry faked: no Docker here)."""
     import threading
 
+    from grader.grading.config import RunConfig
     from grader.round import run as round_run
     from grader.round.entry import Graded
-    from grader.run.config import RunConfig
 
     seen: list[tuple[str, tuple[int, ...]]] = []
     lock = threading.Lock()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import UsageError
+from grader.grading.config import ENTRY_SETUP_S, RunConfig
 from grader.paths import PROBLEM_BUNDLES
-from grader.run.config import ENTRY_SETUP_S, RunConfig
 from grader.sandbox.spec import Limits
 
 

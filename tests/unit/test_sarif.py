@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import load_policy
 from grader.detect.rules import RULES
 from grader.detect.static import analyze
+from grader.model.findings import Finding, Layer, Severity
 from grader.report.sarif import SARIF_SCHEMA, to_sarif
 
 SOURCE = """import torch
@@ -69,7 +69,7 @@ def test_empty() -> None:
 
 
 def test_a_graded_problem_not_passed_is_a_result_with_its_error() -> None:
-    from grader.results import ProblemResult, ShapeResult
+    from grader.model.results import ProblemResult, ShapeResult
     from grader.verdicts import Verdict
 
     error = ('Traceback (most recent call last):\n  File "kernels/add.py", line 4, in <module>\n'

@@ -10,7 +10,7 @@ import pytest
 
 from grader.errors import ProblemError, UsageError
 from grader.formats.problem import Weight, Weights
-from grader.results import (
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -20,11 +20,12 @@ from grader.results import (
     Summary,
     Timing,
 )
+from grader.model.scores import Roofline, ScoreOptions
 from grader.scoring.from_report import score_inputs
 from grader.scoring.hardware import load_hardware
 from grader.scoring.leaderboard import Scored, leaderboard
-from grader.scoring.roofline import Roofline, roofline, roofline_values
-from grader.scoring.scores import ScoreInput, ScoreOptions, median, score, score_shape
+from grader.scoring.roofline import roofline, roofline_values
+from grader.scoring.scores import ScoreInput, median, score, score_shape
 from grader.suite.load import load_suite
 from grader.verdicts import Verdict
 

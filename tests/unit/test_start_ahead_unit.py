@@ -13,13 +13,13 @@ from typing import Any, ClassVar
 
 import pytest
 
+from grader.grading import worker as worker_mod
+from grader.grading.config import RunConfig
+from grader.grading.worker import AHEAD_CORES, start_ahead
 from grader.harness.protocol import GATE_FILE, STANDBY
 from grader.harness.warden import encode_frame
 from grader.run import batch as problem_run
-from grader.run import worker as worker_mod
 from grader.run.batch import Standby
-from grader.run.config import RunConfig
-from grader.run.worker import AHEAD_CORES, start_ahead
 
 
 def test_auto_needs_cores_for_each_worker() -> None:
@@ -104,7 +104,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     (FakeStandby); batches named in `broken` run one container after the other. Its
     grade_batch records what each batch started beside it in `w.ran`; `events` says when
     each problem was taken and each batch ran."""
-    from grader.run.worker import Planned, Worker
+    from grader.grading.worker import Planned, Worker
 
     monkeypatch.setattr(worker_mod, "Standby", FakeStandby)
     FakeStandby.made = []

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.detect.policy import Policy, load_policy
 from grader.detect.rules import RULES
 from grader.detect.static import analyze
+from grader.model.findings import Finding, Layer, Severity
 
 ROOT = Path(__file__).resolve().parents[2]
 TRITON = load_policy("triton")

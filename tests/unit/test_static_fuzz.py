@@ -24,9 +24,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.detect.findings import Finding
 from grader.detect.policy import load_policy
 from grader.detect.static import analyze, jit_function_names
+from grader.model.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[2]
 TRITON = load_policy("triton")

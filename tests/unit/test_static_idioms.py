@@ -16,9 +16,9 @@ import textwrap
 import pytest
 
 from grader.detect import static as static_mod
-from grader.detect.findings import Finding, Severity
 from grader.detect.policy import load_policy
 from grader.detect.static import analyze, jit_function_names
+from grader.model.findings import Finding, Severity
 
 TRITON = load_policy("triton")
 BLOCKING = {Severity.FALLBACK, Severity.VIOLATION, Severity.TAMPERING}

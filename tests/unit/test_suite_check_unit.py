@@ -12,8 +12,7 @@ import torch
 
 from grader.errors import InfraError, ProblemError, ReferenceFailed
 from grader.formats.problem import Shape
-from grader.paths import PROBLEM_BUNDLES
-from grader.suite.check import (
+from grader.organiser.check import (
     ShapeCheck,
     SuiteCheck,
     _bits_equal,
@@ -21,6 +20,7 @@ from grader.suite.check import (
     kit_error,
     roofline_errors,
 )
+from grader.paths import PROBLEM_BUNDLES
 from grader.suite.load import ProblemBundle, load_suite
 from grader.verdicts import Verdict
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ProblemError, UsageError
+from grader.grading.checkpoint import commitment
+from grader.grading.config import RunConfig
 from grader.intake.packing import packed
 from grader.intake.tools import create_bundle
 from grader.paths import PROBLEM_BUNDLES, REPO
@@ -21,8 +23,6 @@ from grader.round.model import Manifest, ManifestEntry, SuiteRef
 from grader.round.reproduce import VerifyRequest, find_bundle
 from grader.round.store import RoundDir
 from grader.round.suite import entries_suite, round_suite
-from grader.run.checkpoint import commitment
-from grader.run.config import RunConfig
 from grader.suite.load import find_suite
 from grader.suite.roots import ENV, suite_roots
 
@@ -146,7 +146,7 @@ def test_verify_accepts_the_bundle_the_participant_submitted(tmp_path: Path) -> 
     """Issue 34, friction 8: `grader verify REPORT --bundle B` refused the bundle a round
     had graded its own copy of; a folder, or a tar holding the same files, is accepted and
     the round's copy is graded again. Another bundle is still refused."""
-    from grader.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
+    from grader.model.results import Environment, Report, SubmissionSummary, SuiteSummary, Summary
     from grader.round.entries import sha256_file
 
     rd = RoundDir(tmp_path / "round")

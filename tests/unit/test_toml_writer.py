@@ -25,9 +25,9 @@ from grader.formats.spec import Spec
 from grader.formats.submission import Manifest
 from grader.formats.writer import model_toml, problem_toml, suite_toml, weights_toml
 from grader.importers import ImportOptions, import_suite
+from grader.organiser.release_kit import SPEC_NAME, build_kit, spec_of
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.suite.load import Suite, load_suite
-from grader.suite.release_kit import SPEC_NAME, build_kit, spec_of
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
 COMMITTED = sorted(PROBLEM_BUNDLES.glob("*/*/problem.toml"))

@@ -12,8 +12,8 @@ from pathlib import Path
 from test_user_path_run import _report  # the report of issue 23's tests, as they build it
 
 from grader.errors import EXIT_CODES
+from grader.model.results import ProblemResult, ShapeResult
 from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.results import ProblemResult, ShapeResult
 from grader.verdicts import Verdict
 
 EXAMPLE = REPO / "examples" / "triton"
@@ -159,7 +159,7 @@ def test_a_timeout_shows_where_the_entry_was() -> None:
 
 
 def test_an_unknown_problem_has_a_hint() -> None:
-    from grader.run.grading import unknown_problem
+    from grader.grading.grader import unknown_problem
     from grader.suite.load import load_suite
 
     err = unknown_problem("vector_ad", load_suite(PROBLEM_BUNDLES / "demo"))
@@ -183,7 +183,7 @@ def test_suite_check_refuses_the_kit_release_refuses(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from grader.cli.suite import _lines
-    from grader.suite.check import ShapeCheck, check_suite
+    from grader.organiser.check import ShapeCheck, check_suite
     from grader.suite.load import load_suite
 
     root = _demo(tmp_path)
@@ -243,9 +243,9 @@ def test_gate_shorthands() -> None:
 
 
 def test_k_and_last_failed_narrow_the_shapes(tmp_path: Path) -> None:
-    from grader.run.config import RunConfig
-    from grader.run.last_failed import last_failed
-    from grader.run.worker import select_shapes
+    from grader.grading.config import RunConfig
+    from grader.grading.last_failed import last_failed
+    from grader.grading.worker import select_shapes
     from grader.suite.load import load_suite
 
     demo = load_suite(PROBLEM_BUNDLES / "demo")
@@ -279,8 +279,8 @@ def test_the_kit_holds_a_kernel_stub_per_problem(tmp_path: Path) -> None:
     import io
     import tarfile
 
+    from grader.organiser.release_kit import build_kit
     from grader.suite.load import load_suite
-    from grader.suite.release_kit import build_kit
 
     suite = load_suite(PROBLEM_BUNDLES / "demo")
     with tarfile.open(fileobj=io.BytesIO(build_kit(suite))) as tar:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.detect.findings import Finding, Layer, Severity
 from grader.errors import ReferenceFailed, UsageError
+from grader.grading.checkpoint import CHECKPOINT_DIR
+from grader.grading.outdir import finish, prepare
+from grader.grading.runner import check_references, failed_references
 from grader.intake.bundle import open_bundle
 from grader.intake.packing import packed
-from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.report.entry_paths import with_entry_paths
-from grader.report.markdown import render_markdown
-from grader.results import (
+from grader.model.findings import Finding, Layer, Severity
+from grader.model.results import (
     Environment,
     ProblemResult,
     Report,
@@ -26,9 +26,9 @@ from grader.results import (
     SuiteSummary,
     Summary,
 )
-from grader.run.checkpoint import CHECKPOINT_DIR
-from grader.run.outdir import finish, prepare
-from grader.run.runner import check_references, failed_references
+from grader.paths import PROBLEM_BUNDLES, REPO
+from grader.report.entry_paths import with_entry_paths
+from grader.report.markdown import render_markdown
 from grader.suite.load import find_suite, load_suite
 from grader.verdicts import Verdict
 

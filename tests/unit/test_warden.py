@@ -1,6 +1,6 @@
 """The evidence channel without Docker: the warden's protocol checks (harness/warden.py), the
 warden running a real worker process (outside a container it kills the worker's session, not
-every process), and the host's reading of its stdout (grader/run/channel.py)."""
+every process), and the host's reading of its stdout (grader/model/channel.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from grader.harness.protocol import ARMED, LOG_BYTES_ENV, READY, RESULT, STANDBY, TRACED
 from grader.harness.warden import Protocol, Tampering, encode_frame, log_cost
-from grader.run.channel import CHANNEL, read_entry_out, read_frames
+from grader.model.channel import CHANNEL, read_entry_out, read_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "ab" * 16

@@ -11,17 +11,17 @@ from click.testing import CliRunner
 
 from grader.cli.round import board_lines
 from grader.cli.scoring import leaderboard as leaderboard_cmd
+from grader.grading.config import RunConfig
+from grader.grading.grader import shapes_graded, summarize
+from grader.grading.runner import summary_line
+from grader.model.results import Report
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.html import render_html
 from grader.report.markdown import render_markdown
 from grader.report.render import write_reports
 from grader.report.summaries import run_summary
-from grader.results import Report
 from grader.round.board import build_board
 from grader.round.model import Manifest, ManifestEntry, Outcome, Settings, SuiteRef
-from grader.run.config import RunConfig
-from grader.run.grading import shapes_graded, summarize
-from grader.run.runner import summary_line
 from grader.suite.load import load_suite
 from grader.verdicts import MESSAGES, Verdict
 from tests.unit.test_leaderboard_fair import cpu_report

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from grader.errors import VerdictGate
+from grader.grading.config import RunConfig
+from grader.grading.runner import gate_failure
+from grader.grading.worker import nothing_graded, select_shapes
+from grader.model.results import ProblemResult
 from grader.paths import PROBLEM_BUNDLES
-from grader.results import ProblemResult
-from grader.run.config import RunConfig
-from grader.run.runner import gate_failure
-from grader.run.worker import nothing_graded, select_shapes
 from grader.suite.load import load_suite
 from grader.verdicts import Verdict
 

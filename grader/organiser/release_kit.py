@@ -23,10 +23,10 @@ from collections.abc import Mapping
 import tomlkit
 
 from grader.errors import ProblemError
+from grader.formats.expr import work
 from grader.formats.problem import Problem, Shape
 from grader.formats.spec import PublicShape, Spec
 from grader.formats.writer import spec_toml
-from grader.scoring.roofline import work
 from grader.suite.load import ProblemBundle, Suite
 
 SPEC_NAME = "spec.toml"
@@ -324,7 +324,7 @@ def release(suite: Suite, *, run: bool = True) -> tuple[int, bytes]:
     the kit would ship through this very function, so that the two never disagree (issue 34:
     suite check said "release kit ok" of a suite whose reference raised, which release
     refused)."""
-    from grader.suite.selfcheck import self_check
+    from grader.organiser.selfcheck import self_check
 
     checked = self_check(suite, run=run)
     return len(checked), build_kit(suite)

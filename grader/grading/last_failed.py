@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from grader.errors import GraderError
+from grader.grading.config import RunConfig
+from grader.model.results import Report
 from grader.report.render import load_report
-from grader.results import Report
-from grader.run.config import RunConfig
 from grader.verdicts import Verdict
 
 REPORT = "report.json"

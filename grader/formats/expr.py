@@ -15,6 +15,7 @@ import operator
 from collections.abc import Callable, Mapping
 
 from grader.errors import ProblemError
+from grader.formats.problem import Problem, Shape
 
 MAX_LENGTH = 500
 MAX_NODES = 200
@@ -145,3 +146,12 @@ def evaluate(expr: str, params: Mapping[str, object]) -> float:
     """The value of `expr` with `params` bound to its names; ProblemError on anything else."""
     tree = parse(expr)
     return float(_Evaluator(expr, params).visit(tree))
+
+
+def work(problem: Problem, shape: Shape) -> tuple[float, float]:
+    """(FLOPs, bytes) of `shape`: its own numbers where it has them, else the problem's
+    expressions evaluated on its params (the model guarantees one of the two)."""
+    flops = shape.flops if shape.flops is not None else evaluate(problem.flops or "", shape.params)
+    nbytes = shape.bytes if shape.bytes is not None else evaluate(problem.bytes or "",
+                                                                   shape.params)
+    return flops, nbytes

@@ -32,7 +32,8 @@ from grader.suite.load import ProblemBundle, Suite
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
-    from grader.run.jobs import Case, ContainerRun, WorkerSetup
+    from grader.model.runs import Case, Evidence
+    from grader.run.jobs import WorkerSetup
     from grader.sandbox.spec import Limits
 
 Say = Callable[[str], None]
@@ -90,7 +91,7 @@ class SuiteCheck:
 
 def roofline_errors(bundle: ProblemBundle) -> list[str]:
     """`problem/shape: why` for each shape whose FLOP or byte count does not evaluate."""
-    from grader.scoring.roofline import work
+    from grader.formats.expr import work
 
     out = []
     for shape in bundle.problem.shapes:
@@ -109,7 +110,7 @@ def kit_error(suite: Suite, *, run: bool = True) -> tuple[GraderError | None, in
     """Why `grader release` would refuse the kit (None when it would ship it), and its size:
     release's own path (release_kit.release), its self-check included (`run`: as release
     runs it, each reference once on the CPU; False: imports only, as --no-run-check)."""
-    from grader.suite.release_kit import release
+    from grader.organiser.release_kit import release
 
     try:
         return None, len(release(suite, run=run)[1])
@@ -147,9 +148,9 @@ class Runner:
 
     def batches(self, bundle: ProblemBundle, shapes: list[Shape]) -> Iterator[list[Case]]:
         """The cases of `shapes` in batches whose inputs fit the budget (run/plan.py)."""
+        from grader.grading.worker import derive_module_seed, derive_seed
+        from grader.model.runs import Case
         from grader.run import plan
-        from grader.run.jobs import Case
-        from grader.run.worker import derive_module_seed, derive_seed
 
         cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(self.seeds)]
@@ -194,8 +195,8 @@ class Runner:
                                   second, limits.output_bytes) for s in shapes]
 
     @staticmethod
-    def _compare(bundle: ProblemBundle, shape: Shape, cases: list[Case], first: ContainerRun,
-                 second: ContainerRun, max_bytes: int) -> ShapeCheck:
+    def _compare(bundle: ProblemBundle, shape: Shape, cases: list[Case], first: Evidence,
+                 second: Evidence, max_bytes: int) -> ShapeCheck:
         from grader.judge.outputs import compare
 
         notes = []
@@ -239,7 +240,7 @@ def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "
     """Every check above; `make_runner(session)` gives the Runner (its sandbox's session);
     `run_kit_check`: release's self-check runs each reference on the CPU (False: for
     references that need a GPU, as `grader release --no-run-check`)."""
-    from grader.run.runner import check_references
+    from grader.grading.runner import check_references
     from grader.sandbox.runs import owned_run
     from grader.suite.lint import warnings
 

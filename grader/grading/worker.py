@@ -36,13 +36,17 @@ from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
-from grader.detect.findings import Finding
 from grader.errors import InfraError
 from grader.formats.problem import Shape
+from grader.grading.checkpoint import Finished
+from grader.grading.config import RunConfig
+from grader.grading.phases import add, harness_phases
 from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
-from grader.results import ProblemResult, ShapeResult
+from grader.model.findings import Finding
+from grader.model.results import ProblemResult, ShapeResult
+from grader.model.runs import Case, Evidence
 from grader.run import plan as batching
 from grader.run.batch import (
     Batch,
@@ -53,10 +57,7 @@ from grader.run.batch import (
     reference_container,
     run_pair,
 )
-from grader.run.checkpoint import Finished
-from grader.run.config import RunConfig
-from grader.run.jobs import Case, ContainerRun, WorkerSetup, timed_plans
-from grader.run.phases import add, harness_phases
+from grader.run.jobs import WorkerSetup, timed_plans
 from grader.sandbox.spec import Limits
 from grader.suite.load import ProblemBundle, Suite
 from grader.verdicts import Verdict, worst
@@ -103,7 +104,7 @@ def nothing_graded(bundle: ProblemBundle, cfg: RunConfig, static: list[Finding],
                          detail=detail, findings=static, kernel_file=rel)
 
 
-def _unusable(ref: ContainerRun, shapes: list[Shape], cases: list[Case]
+def _unusable(ref: Evidence, shapes: list[Shape], cases: list[Case]
               ) -> tuple[list[ShapeResult], str] | None:
     """A batch's results when its reference run cannot be used (every shape reference_error or
     infra_error, judge.reference_failure), with the logs to excerpt; None when it can."""
@@ -277,7 +278,7 @@ class Worker:
         cases = [Case(id=f"{s.id}.{k}", shape=s,
                       seed=derive_seed(ctx.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
-        if self.sb.timing is not None:  # the timed loops' checked calls (run/timed.py)
+        if self.sb.timing is not None:  # the timed loops' checked calls (model/timed.py)
             cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
                            seed=derive_seed(ctx.secret, bundle.id, s.id, 1000 + k))
                       for s in shapes for k in range(self.sb.timing.checked_per_shape)]
@@ -419,8 +420,8 @@ class Worker:
                            problem) as entry:
                 return self.judge(plan, shapes, cases, ref, entry, limits)
 
-    def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: ContainerRun,
-              entry: ContainerRun, limits: Limits) -> tuple[list[ShapeResult], str]:
+    def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
+              entry: Evidence, limits: Limits) -> tuple[list[ShapeResult], str]:
         ctx = self.ctx
         assert ref.out.result is not None  # _unusable said so
         plan.device_name = plan.device_name or ref.out.result.device_name

@@ -20,7 +20,7 @@ the stage when it is one of `STAGES`; nothing else in the message is interpreted
 Problems may be graded concurrently (one worker per GPU, or --jobs on the CPU), so messages of
 several problems interleave and come from several threads. A problem counts as done when it
 says ``<id>: done``; failing that, a worker holds at most two problems (the one it grades, and
-the next, taken early to start its containers: grader/run/worker.py), so with W workers at least
+the next, taken early to start its containers: grader/grading/worker.py), so with W workers at least
 (started - 2W) problems are done. The ETA is by problems
 done: the rate since the first problem started, applied to the problems left.
 """

@@ -17,10 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from grader.detect.findings import Finding
 from grader.formats.problem import Phase
 from grader.formats.submission import AgentInfo
-from grader.scoring.scores import ScoreCard
+from grader.model.findings import Finding
+from grader.model.scores import ScoreCard
 from grader.verdicts import Verdict
 
 
@@ -185,6 +185,6 @@ class Report(Model):
     problems: list[ProblemResult]
     summary: Summary
     # The grading's wall time (all problems and workers; problems' walls overlap when their
-    # containers start beside the problem before: grader/run/worker.py)
+    # containers start beside the problem before: grader/grading/worker.py)
     wall_s: float | None = None
     scores: ScoreCard | None = None  # roofline scores (grader/scoring); see environment.hardware

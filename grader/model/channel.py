@@ -37,7 +37,7 @@ from grader.harness.protocol import (
     TAMPERING,
     TRACED,
 )
-from grader.run.evidence import (
+from grader.model.evidence import (
     JSON_FILES,
     MAX_JSON,
     Anomaly,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from grader.run.jobs import ContainerRun
+from grader.model.runs import Evidence
 
 # The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
 # Only these names: the entry writes that file.
@@ -21,7 +21,7 @@ HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing",
                             "build", "timing_wait", "timing", *AHEAD_PHASES["entry"])}
 
 
-def harness_phases(role: str, run: ContainerRun) -> dict[str, float]:
+def harness_phases(role: str, run: Evidence) -> dict[str, float]:
     got = run.out.result.phases_s if run.out.result is not None else {}
     return {f"{role}.{k}": got[k] for k in HARNESS_PHASES[role]
             if k in got and math.isfinite(got[k]) and got[k] >= 0}

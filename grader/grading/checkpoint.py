@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -28,7 +26,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from grader.errors import InfraError, UsageError
-from grader.results import ProblemResult
+from grader.files import atomic_write
+from grader.model.results import ProblemResult
 from grader.verdicts import Verdict
 
 CHECKPOINT_DIR = ".checkpoint"
@@ -45,24 +44,6 @@ def host_fs(what: str, hint: str | None = RESUME_HINT) -> Iterator[None]:
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise InfraError(f"{what}: {exc.strerror or exc}{where}", hint=hint) from None
-
-
-def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write `path` whole or not at all; the file has `mode` from its first byte."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise
 
 
 def commitment(secret: bytes) -> str:

@@ -3,7 +3,7 @@
 The same intake, images and sandbox as any run, with full diagnostics (errors, output
 excerpts, findings, the fraction of roofline per shape), but nothing an agent must not see:
 - only the public shapes are graded (a problem's smoke shapes: the release kit's public
-  shapes, grader/suite/release_kit.py), whatever the device; `--shapes all|scored` is refused;
+  shapes, grader/organiser/release_kit.py), whatever the device; `--shapes all|scored` is refused;
 - the score card is computed with uniform weights over those shapes, so that neither
   weights.toml (its version, its terms naming hidden shapes) nor a note about a hidden shape
   reaches the report;
@@ -22,7 +22,7 @@ from grader.errors import UsageError
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
-    from grader.results import ProblemResult, Report
+    from grader.model.results import ProblemResult, Report
     from grader.scoring.hardware import HardwareProfile
     from grader.suite.load import Suite
 

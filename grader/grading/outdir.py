@@ -15,9 +15,9 @@ import shutil
 from pathlib import Path
 
 from grader.errors import UsageError
+from grader.grading.checkpoint import CHECKPOINT_DIR, host_fs
+from grader.model.results import Report
 from grader.report.render import FILENAMES
-from grader.results import Report
-from grader.run.checkpoint import CHECKPOINT_DIR, host_fs
 from grader.verdicts import Verdict
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Literal, cast
 
 from grader.errors import UsageError
+from grader.grading.practice import practice_shapes
 from grader.images import RuntimeConfig, RuntimeKind
-from grader.run.practice import practice_shapes
 from grader.sandbox.spec import Limits
 from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
@@ -47,7 +47,7 @@ class RunConfig:
     # -k: only the shapes whose PROBLEM/SHAPE contains one of these (as pytest's -k, by
     # substring); empty: every shape --shapes selects.
     keywords: tuple[str, ...] = ()
-    # --last-failed (run/last_failed.py): only these PROBLEM/SHAPE ids, `PROBLEM/*` for a
+    # --last-failed (grading/last_failed.py): only these PROBLEM/SHAPE ids, `PROBLEM/*` for a
     # whole problem; empty: no such narrowing.
     only_shapes: tuple[str, ...] = ()
     seeds: int | None = None  # input sets per shape; None: the suite's setting
@@ -60,11 +60,11 @@ class RunConfig:
     # Hex, as --seed-secret takes it (see secret); None: a fresh secret for this run (or the
     # checkpoint's).
     seed_secret: str | None = None
-    resume: bool = False  # finish the run checkpointed in out_dir (see grader/run/checkpoint.py)
+    resume: bool = False  # finish the run checkpointed in out_dir (grader/grading/checkpoint.py)
     force: bool = False  # replace another submission's reports in out_dir
     keep_checkpoint: bool = False  # keep out_dir/.checkpoint after a run that completed
     quiet: bool = False
-    log_format: str = "human"  # human | json (see grader.run.progress)
+    log_format: str = "human"  # human | json (see grader.grading.progress)
     json: bool = False  # one summary object on stdout (report/summaries.py); text on stderr
     practice: bool = False  # public shapes only, nothing hidden in any output (practice.py)
     # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
@@ -74,7 +74,7 @@ class RunConfig:
     # entry imports while the reference computes. False (--sequential): one after the other.
     overlap: bool = True
     # Each batch's containers started while the batch before it runs, waiting at a gate after
-    # their cold imports (grader/run/worker.py). auto: when the host has AHEAD_CORES cores a
+    # their cold imports (grader/grading/worker.py). auto: when the host has AHEAD_CORES cores a
     # worker (two running containers, two or more starting): on two cores it only slows the
     # run. auto | on | off.
     start_ahead: str = "auto"

@@ -14,21 +14,21 @@ import click
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import GraderError, ReferenceFailed, VerdictGate
+from grader.grading import outdir
+from grader.grading.checkpoint import host_fs
+from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
+from grader.grading.practice import practice_view
+from grader.grading.progress import Progress
 from grader.intake.bundle import open_bundle
 from grader.intake.packing import packed
+from grader.model.results import Report
 from grader.report.entry_paths import with_entry_paths
 from grader.report.failures import error_lines, failure_lines
 from grader.report.not_graded import write_not_graded
 from grader.report.public import public_view
 from grader.report.render import write_reports
 from grader.report.summaries import ErrorInfo, RunSummary, run_summary
-from grader.results import Report
-from grader.run import outdir
-from grader.run.checkpoint import host_fs
-from grader.run.config import RunConfig
-from grader.run.grading import Grader
-from grader.run.practice import practice_view
-from grader.run.progress import Progress
 from grader.sandbox.docker_engine import DockerEngine
 from grader.scoring.hardware import load_hardware
 from grader.suite.load import Suite, find_suite

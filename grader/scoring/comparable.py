@@ -1,16 +1,11 @@
-"""The base of the scoring models: frozen, no extra fields (embeddable in the report)."""
+"""Whether several runs can be set side by side (a leaderboard, a comparison): the fields that
+must agree, and the refusal when they do not."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from grader.errors import UsageError
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def check_comparable(contexts: Sequence[Mapping[str, str]], fields: Sequence[str], *,

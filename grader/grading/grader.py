@@ -20,21 +20,9 @@ from pathlib import Path
 from grader import __version__
 from grader.detect.detector import Detector
 from grader.errors import ExposedHostPath, InfraError, UsageError
-from grader.images import ensure_runtime
-from grader.intake.bundle import Submission, open_bundle
-from grader.results import (
-    Environment,
-    ProblemResult,
-    Report,
-    ShapesGraded,
-    SubmissionSummary,
-    SuiteSummary,
-    Summary,
-)
-from grader.run.checkpoint import Checkpoint, Finished, RunKey, host_fs
-from grader.run.config import RunConfig
-from grader.run.jobs import TimingKnobs, WorkerSetup
-from grader.run.worker import (
+from grader.grading.checkpoint import Checkpoint, Finished, RunKey, host_fs
+from grader.grading.config import RunConfig
+from grader.grading.worker import (
     GradingContext,
     References,
     Worker,
@@ -43,6 +31,18 @@ from grader.run.worker import (
     select_shapes,
     start_ahead,
 )
+from grader.images import ensure_runtime
+from grader.intake.bundle import Submission, open_bundle
+from grader.model.results import (
+    Environment,
+    ProblemResult,
+    Report,
+    ShapesGraded,
+    SubmissionSummary,
+    SuiteSummary,
+    Summary,
+)
+from grader.run.jobs import TimingKnobs, WorkerSetup
 from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
 from grader.sandbox.host_runtime import bind_conflicts, host_runtime

@@ -1,0 +1,14 @@
+"""One grading driven from its options to its Report: intake, images, the run layer batch by
+batch, the judge, scoring and the reports, in that order (the layers below it).
+
+runner.py      from the command line's options to a graded, reported run
+config.py      the options of one run
+grader.py      `Grader`: intake, images, checkpoint, the workers, the Report
+worker.py      one worker (a GPU or a CPU slot): its problems, batch by batch, each judged
+checkpoint.py  resuming an interrupted run
+phases.py      where a problem's time went
+progress.py    progress lines and bars
+outdir.py      one run's output folder
+practice.py    `--practice`: public shapes only
+last_failed.py `--last-failed`: only what did not pass the run before
+"""
