@@ -35,6 +35,7 @@ from .main import (
     _prepare_cuda,
     _shape_of,
     _standby,
+    _sync,
     _wait_for,
     _wait_for_job,
     _write_json,
@@ -43,7 +44,6 @@ from .protocol import (
     ARMED_FILE,
     DEVICE_ENV,
     GO_FILE,
-    INPUTS,
     OUTPUTS,
     READY_FILE,
     RECIPE_DIR,
@@ -200,6 +200,16 @@ class _Job:
         timing: dict[str, dict[str, Any]] = self.spec.get("timing", {})
         return timing
 
+    def inputs(self, case_id: str) -> tuple[Any, ...]:
+        """A correctness case's inputs, drawn here from its seed by the problem's public
+        recipe, as the reference drew them (issue 32: no input travels between containers)."""
+        from .fresh import make
+
+        case = next(c for c in self.spec["cases"] if c["id"] == case_id)
+        values = make(self.recipe(), int(case["seed"]), self.device, case["params"])
+        _sync(self.device)  # drawn, not only queued: the call's time is its own
+        return values
+
     def recipe(self) -> Any:
         """The problem's public input recipe, placed with the job (loaded once)."""
         if not self._recipe:
@@ -272,8 +282,8 @@ def _traced_calls(job: _Job, case_ids: list[str], warm_errors: dict[str, str]
             # constructor cannot find them (through gc, say) and compute there.
             with phase("build"):
                 fn = _built(job.build, cid, recorder)
-            with phase("load"), recorder.internal():
-                values = tuple(tensors.load(IN / case_file(cid, INPUTS), device=job.device))
+            with phase("inputs"), recorder.internal():
+                values = job.inputs(cid)
             with phase("call"):
                 out, _dev, host = job.call(fn, values, cid)
                 out = _as_tuple(out)

@@ -4,14 +4,17 @@ Everything this process writes is *evidence* for the host to validate, never a v
 entry mode the entry's code shares this process and can rewrite any of it.
 
 Protocol (paths are fixed container paths; every name is protocol.py's):
-  reference: /grader/in/job.json lists cases {id, params, seed}; for each case write
-             <id>.in (make_inputs) and <id>.ref (reference outputs) to /grader/out. With
+  reference: /grader/in/job.json lists cases {id, params, seed}; for each case draw its
+             inputs (make_inputs) and write <id>.ref (reference outputs) to /grader/out, and
+             the problem's public files as the recipe the entry draws the same inputs with
+             (inputs are made where they are used: none travels, issue 32). With
              "hold" in the job (its container overlaps the entry's), write .cases.json once
              the cases are done and time only once /grader/in/go.json exists (the host writes
              it when the entry's container has exited); then result.json.
   entry:     import /grader/entry/kernel.py, then send "ready"; only then does the host
-             place the inputs and /grader/in/job.json (so nothing the entry does at import
-             time can see them); for each case write <id>.out and finally send "result".
+             place the recipe and /grader/in/job.json with each case's seed (so nothing the
+             entry does at import time can see them); for each case draw its inputs from its
+             seed, call, write <id>.out, and finally send "result".
              With "hold" in the job (a standby beside it still importing), send "traced"
              after the traced calls and time only once /grader/in/go.json exists.
              The entry's harness runs under the warden (warden.py, the container's pid 1):
@@ -58,7 +61,6 @@ from .protocol import (
     FRAMES,
     GATE_FILE,
     GO_FILE,
-    INPUTS,
     JOB_FILE,
     OUTPUTS,
     PROBLEM_TOML,
@@ -278,8 +280,7 @@ def run_reference() -> int:
     module_problem = "module" in job
     build = _callables(job, ref if module_problem else ref.reference,
                        ["Model"] if module_problem else None, share=True)
-    if job.get("timing"):
-        _pack_recipe()
+    _pack_recipe()
     results = _reference_cases(ref, build, job, phase)
     if job.get("hold"):
         # Overlapped with the entry's container (run.batch.run_pair): the cases are written,
@@ -300,8 +301,10 @@ def run_reference() -> int:
 
 def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: dict[str, Any],
                      phase: Phases) -> dict[str, Any]:
-    """Each case's inputs (make_inputs) and expected outputs, written to OUT; a checked timed
-    call's ("sampled") expected samples only (fresh.sample), and no inputs."""
+    """Each case's expected outputs, written to OUT, on inputs drawn here (make_inputs) as
+    the entry's harness draws them from the same seed; a checked timed call's ("sampled")
+    expected samples only (fresh.sample). Each ok case's record says how many bytes its
+    inputs hold (the entry's memory is sized from them: run.plan.entry_limits)."""
     import torch
 
     from . import tensors
@@ -314,8 +317,8 @@ def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: 
         try:
             with phase("inputs"):
                 inputs = _as_tuple(ref.make_inputs(case["seed"], device, **case["params"]))
-                if not case.get("sampled"):  # a checked timed call's are drawn where it runs
-                    tensors.save(OUT / case_file(cid, INPUTS), inputs)
+            input_bytes = sum(t.numel() * t.element_size() for t in inputs
+                              if isinstance(t, torch.Tensor))
             with phase("reference"):
                 call = build(cid)
                 with torch.no_grad():
@@ -324,7 +327,7 @@ def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: 
                 if case.get("sampled"):
                     expected = tuple(t.cpu() for t in sample(expected, case["seed"]))
                 tensors.save(OUT / case_file(cid, EXPECTED), expected)
-            results[cid] = {"ok": True}
+            results[cid] = {"ok": True, "input_bytes": input_bytes}
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
     return results
@@ -363,7 +366,7 @@ def _time_shape(build: Callable[[str], Callable[..., Any]], ref: Any, plan: dict
 
 def _pack_recipe() -> None:
     """The problem's public files (all but problem.toml) as RECIPE_FILE in OUT: what the
-    host unpacks for the entry's harness to draw timed inputs with."""
+    host unpacks for the entry's harness to draw its inputs with."""
     import tarfile
 
     tmp = OUT / f"{RECIPE_FILE}.part"

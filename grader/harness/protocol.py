@@ -50,14 +50,15 @@ TRACED_FILE = ".traced.json"  # a held entry's traced calls are done, its timed 
 RECIPE_FILE = ".recipe.tar"
 RECIPE_DIR = "recipe"
 PROBLEM_TOML = "problem.toml"  # the problem's own file in PROBLEM: hidden parts, never packed
-# The case files: <case id>.<kind>. The reference writes inputs and expected outputs, the
-# entry its outputs; the host copies the inputs into the entry's IN.
-INPUTS, EXPECTED, OUTPUTS = "in", "ref", "out"
-CASE_KINDS = (INPUTS, EXPECTED, OUTPUTS)
+# The case files: <case id>.<kind>. The reference writes expected outputs, the entry its
+# outputs. No inputs: each side draws them from the case's seed with the problem's recipe
+# where it runs (issue 32).
+EXPECTED, OUTPUTS = "ref", "out"
+CASE_KINDS = (EXPECTED, OUTPUTS)
 
 
 def case_file(case_id: str, kind: str) -> str:
-    """The file name of one case's inputs, expected outputs or outputs."""
+    """The file name of one case's expected outputs or outputs."""
     return f"{case_id}.{kind}"
 
 

@@ -104,6 +104,8 @@ class CaseRecord(_Model):
     error: str | None = Field(default=None, max_length=20000)
     wall_s: float | None = None
     trace: TraceRecord | None = None
+    # The reference's: the bytes its inputs held (the entry's memory is sized from them).
+    input_bytes: int | None = Field(default=None, ge=0)
 
 
 class TimingRecord(_Model):

@@ -3,11 +3,12 @@
 A round grades many entries against one suite under one secret, so every entry gets the
 same cases (the seeds derive from the secret, the problem, the shape and the case number:
 worker.derive_seed) and the same reference outputs. The first entry to reach a batch runs
-its reference as `grader run` does; the folder the reference wrote (`<case>.in`, `<case>.ref`,
-its result with the case checks and, on a GPU, its timings) is then copied here, whole, under
-a key of everything its content depends on. Every later entry's batch runs only the entry's
-container, which receives its inputs from this copy after its import, exactly as it would
-from a fresh reference's folder (jobs.deliver): copied into its own tmpfs, never bound. Its
+its reference as `grader run` does; the folder the reference wrote (`<case>.ref`, the
+problem's public recipe, its result with the case checks and, on a GPU, its timings) is then
+copied here, whole, under a key of everything its content depends on. Every later entry's
+batch runs only the entry's container, which gets its job and the recipe from this copy after
+its import, exactly as it would from a fresh reference's folder (jobs.deliver), and draws its
+inputs from the job's seeds where it runs them; the expected outputs never leave the host. Its
 container is started ahead of its turn, beside the batch before, as a first entry's are
 (run.batch.EntryStandby, cached_entry): it imports while that batch runs, and that batch's
 timed loops wait until it is at its gate.

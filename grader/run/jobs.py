@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.formats.problem import Problem
-from grader.harness import tensors
 from grader.harness.protocol import (
     BOOT,
     DEVICE_ENV,
     ENTRY,
     IN,
-    INPUTS,
     JOB_FILE,
     KERNEL_FILE,
     LOG_BYTES_ENV,
@@ -33,7 +31,6 @@ from grader.harness.protocol import (
     STACK_SIGNAL,
     STANDBY_ENV,
     STDOUT_BYTES,
-    case_file,
 )
 from grader.model import timed
 from grader.model.runs import Case
@@ -107,7 +104,8 @@ def entry_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
     """`order_key`: the entry's own (model/timed.py); `hold`: its timed loops wait for the
     host's go (protocol.GO_FILE), after its traced calls."""
     job = timing_job(sb, cases, order_key=order_key, hold=hold)
-    job.update(device=sb.device, cases=[{"id": c.id} for c in cases if not c.timing])
+    job.update(device=sb.device, cases=[{"id": c.id, "params": c.shape.params, "seed": c.seed}
+                                        for c in cases if not c.timing])
     job.update(module_job(problem, [c for c in cases if not c.timing or _builds(c, cases)]))
     return job
 
@@ -259,25 +257,17 @@ def timed_plans(knobs: TimingKnobs | None, cases: list[Case], kernel_file: Path
 
 def deliver(sb: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out: Path,
             in_dir: Path, *, hold: bool = False) -> None:
-    """The entry's inputs and job (entry_job), placed once it has been imported: copied from
-    the reference's folder into the entry's own tmpfs, grown to hold them first; with timed
-    loops, the problem's public recipe too (the reference's RECIPE_FILE, unpacked)."""
-    sources = [ref_out / case_file(c.id, INPUTS) for c in cases if not c.timing]
-    sources = [src for src in sources if src.is_file()]
+    """The entry's job (entry_job) and the problem's public recipe (the reference's
+    RECIPE_FILE, unpacked), placed once it has been imported, in its own tmpfs, grown to hold
+    them first. Its harness draws every input from the job's seeds with the recipe, where
+    its calls run: no input is copied between containers (issue 32)."""
     recipe = ref_out / RECIPE_FILE
-    recipe_bytes = recipe.stat().st_size if sb.timing is not None and recipe.is_file() else 0
     job = entry_job(sb, cases, problem, order_key=order_key(in_dir / CODE / KERNEL_FILE),
                     hold=hold)
     held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
     # The job's own size counted: its timed plans grow with the shapes (max_samples calls each).
-    resize(in_dir, held + recipe_bytes + len(json.dumps(job))
-           + sum(src.stat().st_size for src in sources) + SLACK)
-    for src in sources:
-        dst = in_dir / src.name
-        tensors.copy_file(src, dst)
-        os.chmod(dst, 0o644)
-    if recipe_bytes:
-        _unpack_recipe(recipe, in_dir / RECIPE_DIR)
+    resize(in_dir, held + recipe.stat().st_size + len(json.dumps(job)) + SLACK)
+    _unpack_recipe(recipe, in_dir / RECIPE_DIR)
     write_job(in_dir, job)
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from grader.errors import ProblemError
 from grader.formats.expr import work
 from grader.formats.problem import Problem, Shape
-from grader.harness.protocol import EXPECTED, INPUTS, case_file
+from grader.harness.protocol import CASES_FILE, EXPECTED, RESULT_FILE, case_file
+from grader.model.evidence import read_result
 from grader.sandbox.spec import Limits
 
 MIB = 1 << 20
@@ -104,13 +105,25 @@ def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
 
 
 def entry_limits(base: Limits, ref_dir: Path, case_ids: list[str]) -> Limits:
-    """The entry's limits for a batch, from the files the reference wrote for its cases."""
-    outputs, largest_input = 0, 0
+    """The entry's limits for a batch, from what the reference wrote for its cases: the
+    expected outputs' files, and the bytes of the largest case's inputs as its case record
+    says (the entry draws the same inputs where it runs them)."""
+    outputs = 0
     for cid in case_ids:
         ref = ref_dir / case_file(cid, EXPECTED)
-        inputs = ref_dir / case_file(cid, INPUTS)
         outputs += ref.stat().st_size if ref.is_file() else 0
-        largest_input = max(largest_input, inputs.stat().st_size if inputs.is_file() else 0)
     output = max(base.output_bytes, outputs + ENTRY_SLACK + PER_CASE_SLACK * len(case_ids))
     return replace(base, output_bytes=output,
-                   memory_bytes=base.memory_bytes + output + 2 * largest_input)
+                   memory_bytes=base.memory_bytes + output + 2 * _largest_input(ref_dir,
+                                                                                case_ids))
+
+
+def _largest_input(ref_dir: Path, case_ids: list[str]) -> int:
+    """The most bytes one of `case_ids`'s inputs hold, by the reference's case records (its
+    result, or while it still times, its cases file); 0 where it has none."""
+    for name in (RESULT_FILE, CASES_FILE):
+        result = read_result(ref_dir / name) if (ref_dir / name).is_file() else None
+        if result is not None:
+            return max((r.input_bytes or 0 for cid, r in result.cases.items()
+                        if cid in case_ids), default=0)
+    return 0

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from grader.grading.grader import derive_seed
-from grader.harness.protocol import CASES_FILE
+from grader.harness.protocol import CASES_FILE, RECIPE_FILE
 from grader.images import ensure, problem_plan
 from grader.model.runs import Case
 from grader.paths import REPO
@@ -64,10 +64,12 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
             shape = cases[0].shape.id
             assert set(ref.out.result.timings) == {shape}
             assert set(entry.out.result.timings) == {shape}
-            # The entry's correctness case ran on the reference's inputs, copied into its
-            # own input tmpfs (jobs.entry_in): nothing of the reference's folder is linked.
+            # The entry's correctness case ran on inputs it drew from the case's seed with
+            # the recipe placed in its own input tmpfs (jobs.deliver): no input was written
+            # by the reference, none copied, nothing of the reference's folder linked.
             assert entry.out.result.cases[cases[0].id].ok
-            assert (pair.ref_dir / f"{cases[0].id}.in").stat().st_nlink == 1
+            assert (pair.ref_dir / RECIPE_FILE).is_file()
+            assert not [p for p in pair.ref_dir.iterdir() if p.suffix == ".in"]
             assert not (pair.ref_dir / ".entry-in").exists()
             # Held time is neither container's own: walls leave it out.
             assert entry.exit.wall_s >= 0 and ref.exit.wall_s >= 0

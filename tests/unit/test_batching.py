@@ -3,8 +3,12 @@ memory each run gets, against the real llm-inference suite and files of known si
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from grader.harness.protocol import CASES_FILE, RESULT_FILE
 from grader.paths import PROBLEM_BUNDLES
 from grader.run import plan as batching
 from grader.sandbox.spec import Limits
@@ -66,18 +70,30 @@ def test_reference_cap_doubles_the_count_and_never_shrinks() -> None:
     assert roomy.output_bytes == 50 * GIB
 
 
-def test_entry_cap_is_what_the_reference_wrote(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", [RESULT_FILE, CASES_FILE])
+def test_entry_cap_is_what_the_reference_wrote(tmp_path: Path, name: str) -> None:
+    """The outputs' cap from the expected outputs' files; the memory from the largest case's
+    inputs as the reference's case records say (its result, or while it times, its cases)."""
     (tmp_path / "a.0.ref").write_bytes(b"x" * (300 << 20))
-    (tmp_path / "a.0.in").write_bytes(b"x" * (10 << 20))
     (tmp_path / "a.t0.ref").write_bytes(b"x" * (300 << 20))
-    (tmp_path / "a.t0.in").write_bytes(b"x" * (50 << 20))
     (tmp_path / "other.0.ref").write_bytes(b"x" * (1 << 20))  # not this batch's
+    (tmp_path / name).write_text(json.dumps({"cases": {
+        "a.0": {"ok": True, "input_bytes": 10 << 20},
+        "a.t0": {"ok": True, "input_bytes": 50 << 20},
+        "other.0": {"ok": True, "input_bytes": 900 << 20}}}))  # not this batch's
     base = Limits(output_bytes=256 << 20, memory_bytes=4 * GIB)
     lim = batching.entry_limits(base, tmp_path, ["a.0", "a.t0", "missing.0"])
     assert lim.output_bytes == (600 << 20) + batching.ENTRY_SLACK + 3 * batching.PER_CASE_SLACK
     assert lim.memory_bytes == 4 * GIB + lim.output_bytes + 2 * (50 << 20)
     # Small outputs keep the configured cap: a flood still stops there.
     assert batching.entry_limits(base, tmp_path, ["missing.0"]).output_bytes == 256 << 20
+
+
+def test_entry_memory_without_case_records_is_the_outputs_alone(tmp_path: Path) -> None:
+    (tmp_path / "a.0.ref").write_bytes(b"x" * (300 << 20))
+    base = Limits(output_bytes=256 << 20, memory_bytes=4 * GIB)
+    lim = batching.entry_limits(base, tmp_path, ["a.0"])
+    assert lim.memory_bytes == 4 * GIB + lim.output_bytes
 
 
 def test_no_count_means_zero_and_the_sequential_path() -> None:

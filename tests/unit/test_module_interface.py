@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from grader.formats.problem import Problem
 from grader.grading.grader import derive_module_seed, derive_seed
 from grader.harness import tensors
 from grader.harness.modules import as_function, build_module, find_class
+from grader.harness.protocol import RECIPE_DIR, RECIPE_FILE
 from grader.importers import ImportOptions, import_suite
 from grader.model.runs import Case
 from grader.paths import REPO
@@ -224,7 +225,8 @@ def kb_linear(tmp_path_factory: pytest.TempPathFactory) -> ProblemBundle:
 
 
 def _run_pair(tmp_path: Path, bundle: ProblemBundle, entry: Path) -> dict[str, Any]:
-    """The reference run, then the entry run on its inputs; the entry's result.json."""
+    """The reference run, then the entry run on the same seeds, drawing its inputs with the
+    recipe the reference packed (as jobs.deliver places it); the entry's result.json."""
     p = bundle.problem
     cases = [Case(id=f"default.{k}", shape=p.shapes[0], seed=11 + k, module_seed=100 + k)
              for k in range(2)]
@@ -236,10 +238,10 @@ def _run_pair(tmp_path: Path, bundle: ProblemBundle, entry: Path) -> dict[str, A
         {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases]}))
     res = _harness(tmp_path, "reference", bundle.directory, entry)
     assert res.returncode == 0, res.stderr[-3000:]
-    for c in cases:
-        shutil.copy(tmp_path / "reference-out" / f"{c.id}.in", tmp_path / "entry-in")
-    (tmp_path / "entry-in" / "job.json").write_text(json.dumps(
-        {**job, "cases": [{"id": c.id} for c in cases]}))
+    with tarfile.open(tmp_path / "reference-out" / RECIPE_FILE) as tar:
+        tar.extractall(tmp_path / "entry-in" / RECIPE_DIR, filter="data")
+    (tmp_path / "entry-in" / "job.json").write_text(json.dumps({**job, "cases": [
+        {"id": c.id, "params": c.shape.params, "seed": c.seed} for c in cases]}))
     res = _harness(tmp_path, "entry", bundle.directory, entry, *entry_args(p))
     assert res.returncode == 0, res.stderr[-3000:]
     result: dict[str, Any] = json.loads((tmp_path / "entry-out" / "result.json").read_text())

@@ -26,7 +26,7 @@ import os
 
 def kernel(x, y):
     breaches = []
-    for src, dst in (("/grader/in/smoke_4099.0.in", "/grader/out/smoke_4099.7.out"),
+    for src, dst in (("/grader/in/recipe/reference.py", "/grader/out/smoke_4099.7.out"),
                      ("/grader/lib/grader_harness/main.py", "/grader/out/h.out"),
                      ("/etc/passwd", "/grader/out/p.out")):
         try:

@@ -30,11 +30,15 @@ def kernel(x, y):
     with open("/grader/in/job.json") as f:
         job = json.load(f)
     text = json.dumps(job)
-    if "seed" in text or "params" in text:
+    # Each case's seed is the entry's (it draws its inputs from it); the secret they come
+    # from, the timed loop's checked calls and the reference's outputs are not.
+    if any(word in text for word in ("secret", "expected", "checked", ".ref")):
         breaches.append(text[:300])
     for n in os.listdir("/grader/in"):
-        if not (n == "job.json" or n.endswith(".in")):
+        if n not in ("job.json", "recipe", ".code"):
             breaches.append(("in", n))
+    if "problem.toml" in os.listdir("/grader/in/recipe"):
+        breaches.append(("recipe", "problem.toml"))
     for d in ("/grader/out", "/tmp"):
         breaches += [(d, n) for n in os.listdir(d) if n.endswith(".ref")]
     return _verdict(x, y, breaches)
