@@ -2,8 +2,10 @@
 what is missing.
 
 Three layers: a Debian root filesystem made by debootstrap and imported; a runtime (Python,
-torch, triton) installed offline from a host-made wheelhouse, or FROM a CUDA base image; a
-per-problem image adding the harness and the problem's trusted files. Each tag is a hash of
+torch, triton) installed offline from a host-made wheelhouse, or FROM a CUDA base image, or an
+image of empty folders for the host's toolchain; a per-problem image adding the harness and the
+problem's trusted files. Which runtime, and how its image is had, is the runtime object's say
+(sandbox/runtimes.py): this module only renders, hashes and builds. Each tag is a hash of
 everything that went into it, so an image that exists is reused and a change rebuilds.
 """
 
@@ -17,13 +19,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import jinja2
 
-from grader.errors import ImageBuildError, UsageError
+from grader.errors import ImageBuildError
 from grader.harness import protocol
 from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
 from grader.suite.load import ProblemBundle
@@ -39,7 +42,7 @@ class Builder(Protocol):
 
     def import_rootfs(self, tarball: Path, tag: str, kind: str) -> str: ...
 
-RuntimeKind = Literal["cpu", "cuda", "host"]
+
 # Host-runtime mode: an image with no files of its own, run with what the host's interpreter
 # is made of bound read-only (air-gapped GPU hosts; grader/sandbox/host_runtime.py says what).
 HOST_SKELETON_REPO = "grader-hostfs"
@@ -52,14 +55,6 @@ DEBOOTSTRAP_INCLUDE = ("python3", "python3-venv", "ca-certificates")
 WHEEL_TARGET = ("--python-version", "3.11", "--implementation", "cp", "--platform",
                 "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
                 "--platform", "manylinux2014_x86_64")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RuntimeConfig:
-    kind: RuntimeKind = "cpu"
-    # A -devel image: Triton needs a C compiler at run time, which -runtime ones have lacked.
-    cuda_base: str = "pytorch/pytorch:2.9.1-cuda12.8-cudnn9-devel"
-    python: str = "python3"  # the interpreter inside the container (cuda and host kinds)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,13 +121,8 @@ def wheelhouse(*, download: bool = True) -> Path:
     return path
 
 
-def runtime_plan(cfg: RuntimeConfig, *, download: bool = True) -> BuildPlan:
-    if cfg.kind == "host":
-        raise UsageError("the host runtime is imported, not built from a Dockerfile")
-    if cfg.kind == "cuda":
-        text = render("runtime-cuda", cuda_base=cfg.cuda_base, python=cfg.python)
-        return BuildPlan(kind="runtime-cuda", tag=f"grader-runtime-cuda:{_digest([text.encode()])}",
-                         dockerfile=text)
+def cpu_runtime_plan(*, download: bool = True) -> BuildPlan:
+    """The CPU runtime: the imported root filesystem, with the wheelhouse installed offline."""
     wheels = wheelhouse(download=download)
     files = sorted(wheels.glob("*.whl")) if wheels.exists() else []
     text = render("runtime-cpu", rootfs=rootfs_tag(), debian_suite=DEBIAN_SUITE,
@@ -140,6 +130,13 @@ def runtime_plan(cfg: RuntimeConfig, *, download: bool = True) -> BuildPlan:
     parts = [text.encode()] + [_file_digest(f, by_name=True) for f in files]
     return BuildPlan(kind="runtime-cpu", tag=f"grader-runtime-cpu:{_digest(parts)}",
                      dockerfile=text, context={f"wheels/{f.name}": f for f in files})
+
+
+def cuda_runtime_plan(cuda_base: str, python: str) -> BuildPlan:
+    """The CUDA runtime: FROM `cuda_base`, whose interpreter `python` has torch and triton."""
+    text = render("runtime-cuda", cuda_base=cuda_base, python=python)
+    return BuildPlan(kind="runtime-cuda", tag=f"grader-runtime-cuda:{_digest([text.encode()])}",
+                     dockerfile=text)
 
 
 def harness_files() -> dict[str, Path]:
@@ -203,13 +200,15 @@ class Ensured:
     built: bool
 
 
-def ensure(engine: Builder, plan: BuildPlan) -> Ensured:
-    """The image of `plan`, built only when no image has its tag yet."""
+def ensure(engine: Builder, plan: BuildPlan, *, prepare: Callable[[], None] | None = None
+           ) -> Ensured:
+    """The image of `plan`, built only when no image has its tag yet; `prepare` runs first
+    when it is built (a runtime's base: the root filesystem made, the CUDA base checked)."""
     existing = engine.image_id(plan.tag)
     if existing is not None:
         return Ensured(tag=plan.tag, id=existing, built=False)
-    if plan.kind == "runtime-cpu" and engine.image_id(rootfs_tag()) is None:
-        make_rootfs(engine, rootfs_tag())
+    if prepare is not None:
+        prepare()
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="ctx-") as tmp:
         _stage_context(plan, Path(tmp))
         image_id = engine.build(Path(tmp), plan.tag, kind=plan.kind)
@@ -242,18 +241,3 @@ def make_host_skeleton(engine: Builder, tag: str, data: bytes) -> str:
         path = Path(tmp) / "skeleton.tar"
         path.write_bytes(data)
         return engine.import_rootfs(path, tag, kind="runtime-host")
-
-
-def ensure_runtime(engine: Builder, cfg: RuntimeConfig) -> Ensured:
-    if cfg.kind == "host":
-        tag, data = host_skeleton()
-        existing = engine.image_id(tag)
-        if existing is not None:
-            return Ensured(tag=tag, id=existing, built=False)
-        return Ensured(tag=tag, id=make_host_skeleton(engine, tag, data), built=True)
-    if cfg.kind == "cuda" and engine.image_id(runtime_plan(cfg).tag) is None:
-        # No registry here: a CUDA base image must already be on the host.
-        if engine.image_id(cfg.cuda_base) is None:
-            raise UsageError(f"the CUDA base image {cfg.cuda_base} is not on this host",
-                             hint="load it (docker load) or name another with --cuda-base")
-    return ensure(engine, runtime_plan(cfg))

@@ -8,9 +8,10 @@ import sys
 from dataclasses import dataclass
 
 from grader.errors import DockerUnavailable
-from grader.images import RuntimeConfig, rootfs_tag, runtime_plan
+from grader.images import rootfs_tag
 from grader.sandbox.capped import can_mount
 from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries, gpu_mode
+from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +94,7 @@ def run_checks() -> list[Check]:
                         detail=shutil.which("debootstrap")
                         or "missing: apt-get install debootstrap"))
     if engine is not None:
-        runtime_tag = runtime_plan(RuntimeConfig(), download=False).tag
+        runtime_tag = runtime_for(RuntimeConfig()).plan(download=False).tag
         for label, tag in (("rootfs image", rootfs_tag()), ("cpu runtime image", runtime_tag)):
             present = engine.image_id(tag) is not None
             missing = "" if present else ": missing (grader images build)"

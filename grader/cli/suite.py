@@ -65,9 +65,9 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     from grader.errors import UsageError
     from grader.grading.config import RunConfig
     from grader.grading.grader import worker_setup
-    from grader.images import ensure_runtime
     from grader.organiser.check import Runner, check_suite
     from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.runtimes import runtime_for
     from grader.suite.load import find_suite
     from grader.suite.roots import suite_roots as roots
 
@@ -82,7 +82,7 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     if timeout is not None:
         limits = replace(limits, wall_s=timeout)
     engine = DockerEngine()
-    tag = ensure_runtime(engine, cfg.runtime_config).tag
+    tag = runtime_for(cfg.runtime_config).ensure_image(engine).tag
 
     def make_runner(session: str) -> Runner:
         sandbox = replace(worker_setup(cfg, engine, session), timing=None)

@@ -14,14 +14,14 @@ from grader.cli.options import suites_option
 from grader.suite.roots import suite_roots
 
 if TYPE_CHECKING:
-    from grader.images import RuntimeConfig
     from grader.sandbox.docker_engine import ImageInfo
+    from grader.sandbox.runtimes import Runtime
 
 
-def _runtime_cfg(cuda_base: str | None, kind: str) -> RuntimeConfig:
-    from grader.images import RuntimeConfig
+def _runtime(kind: str, cuda_base: str | None) -> Runtime:
+    from grader.sandbox.runtimes import runtime_config, runtime_for
 
-    return RuntimeConfig(kind=kind, **({"cuda_base": cuda_base} if cuda_base else {}))  # type: ignore[arg-type]
+    return runtime_for(runtime_config(kind, cuda_base=cuda_base))
 
 
 @click.group()
@@ -36,7 +36,7 @@ def images() -> None:
 @click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
 def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str | None) -> None:
     """Print a Dockerfile without building anything."""
-    from grader.images import problem_plan, runtime_plan
+    from grader.images import problem_plan
     from grader.suite.load import find_suite
 
     if what == "problem":
@@ -46,10 +46,10 @@ def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str 
             raise click.BadParameter(f"{pid!r} is not a problem of suite {s.id}; choose "
                                      f"one of {', '.join(s.problems)}",
                                      param_hint="--problem")
-        runtime = runtime_plan(_runtime_cfg(cuda_base, "cpu"), download=False).tag
+        runtime = _runtime("cpu", cuda_base).plan(download=False).tag
         plan = problem_plan(runtime, s.id, s.problems[pid])
     else:
-        plan = runtime_plan(_runtime_cfg(cuda_base, what.removeprefix("runtime-")), download=False)
+        plan = _runtime(what.removeprefix("runtime-"), cuda_base).plan(download=False)
     click.echo(f"# tag: {plan.tag}")
     click.echo(plan.dockerfile, nl=False)
 
@@ -59,12 +59,12 @@ def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str 
               help="Build the problem images of these suites too.")
 def images_build(suites: tuple[str, ...]) -> None:
     """Build (or find) the CPU runtime and the problem images; builds only what is missing."""
-    from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.images import ensure, problem_plan
     from grader.sandbox.docker_engine import DockerEngine
     from grader.suite.load import find_suite
 
     engine = DockerEngine()
-    runtime = ensure_runtime(engine, RuntimeConfig())
+    runtime = _runtime("cpu", None).ensure_image(engine)
     click.echo(f"{'built' if runtime.built else 'present'}: {runtime.tag}")
     for name in suites:
         suite = find_suite(name, list(suite_roots()))
@@ -334,9 +334,9 @@ def selftest(groups: tuple[str, ...], device: str, runtime: str | None,
     case, the verdict expected and the verdict given. Exits 1 if any differs."""
     from grader.cli.selftest import Target, run_selftest
     from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.runtimes import default_runtime
 
-    target = Target(device=device, runtime=runtime or ("host" if device == "cuda" else "cpu"),
-                    python=python)
+    target = Target(device=device, runtime=runtime or default_runtime(device), python=python)
     results = run_selftest(groups, DockerEngine(), target)
     for r in results:
         mark = "ok  " if r.ok else ("hole" if r.known_hole else "FAIL")

@@ -7,14 +7,13 @@ the secret's bytes, the limits for --device cuda and --timeout, a practice run's
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, cast
 
 from grader.errors import UsageError
 from grader.grading.practice import practice_shapes
-from grader.images import RuntimeConfig, RuntimeKind
+from grader.sandbox.runtimes import RuntimeConfig, runtime_config, runtime_for
 from grader.sandbox.spec import Limits
 from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
@@ -96,11 +95,7 @@ class RunConfig:
             raise UsageError("--resume finishes the run checkpointed in -o as it was started: "
                              "it takes no -k or --last-failed",
                              hint="resume first, then grade again with -k or --last-failed")
-        if self.runtime == "cpu" and self.device == "cuda":
-            raise UsageError("--device cuda with --runtime cpu: the cpu runtime image has no "
-                             "CUDA build of torch",
-                             hint="add --runtime host (the host's CUDA stack, read-only) or "
-                             "--runtime cuda (an image FROM --cuda-base)")
+        runtime_for(self.runtime_config).check_device(self.device)  # e.g. cuda on cpu's
 
     def picks(self, problem: str, shape: str) -> bool:
         """Whether -k and --last-failed leave `shape` of `problem` in."""
@@ -129,11 +124,9 @@ class RunConfig:
 
     @property
     def runtime_config(self) -> RuntimeConfig:
-        """The runtime image: --runtime, --python (host: this interpreter by default) and
-        --cuda-base."""
-        python = self.python or (sys.executable if self.runtime == "host" else "python3")
-        return RuntimeConfig(kind=cast(RuntimeKind, self.runtime), python=python,
-                             **({"cuda_base": self.cuda_base} if self.cuda_base else {}))
+        """The runtime: --runtime, --python (host: this interpreter by default) and
+        --cuda-base (sandbox/runtimes.py)."""
+        return runtime_config(self.runtime, python=self.python, cuda_base=self.cuda_base)
 
     @property
     def shape_selection(self) -> ShapeSelection:

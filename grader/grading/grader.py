@@ -31,7 +31,6 @@ from grader.grading.worker import (
     select_shapes,
     start_ahead,
 )
-from grader.images import ensure_runtime
 from grader.intake.bundle import Submission, open_bundle
 from grader.model.results import (
     Environment,
@@ -44,10 +43,10 @@ from grader.model.results import (
 )
 from grader.run.jobs import TimingKnobs, WorkerSetup
 from grader.sandbox.engine import ContainerEngine
-from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries, gpu_mode, gpu_nodes
-from grader.sandbox.host_runtime import bind_conflicts, host_runtime
+from grader.sandbox.gpus import gpu_mode, gpu_nodes
 from grader.sandbox.runs import owned_run, reap_dead
-from grader.sandbox.spec import Bind, GpuAccess
+from grader.sandbox.runtimes import runtime_for
+from grader.sandbox.spec import GpuAccess
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
 from grader.suite.load import ProblemBundle, Suite, find_suite
@@ -92,19 +91,13 @@ def shapes_graded(todo: list[ProblemBundle], cfg: RunConfig) -> tuple[ShapesGrad
 
 def worker_setup(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
                  ) -> WorkerSetup:
-    """What every container of one worker shares: interpreter, GPU, host binds, timing."""
-    runtime = cfg.runtime_config
-    kind = runtime.kind
-    python = {"cpu": "/opt/venv/bin/python3", "cuda": runtime.python,
-              "host": runtime.python}[kind]
-    binds: tuple[Bind, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    if kind == "host":  # only what the host's interpreter is made of (host_runtime.py)
-        rt = host_runtime(runtime.python, cfg.device == "cuda")
-        python, binds, env = rt.python, rt.as_binds(), rt.env
+    """What every container of one worker shares: interpreter, GPU, host binds, timing (the
+    interpreter, binds and environment are the runtime's: sandbox/runtimes.py)."""
+    runtime = runtime_for(cfg.runtime_config)
     if cfg.device == "cpu":
-        return WorkerSetup(engine=engine, session=session, python=python, device="cpu",
-                       extra_binds=binds, extra_env=env)
+        side = runtime.container(None)
+        return WorkerSetup(engine=engine, session=session, python=side.python, device="cpu",
+                           extra_binds=side.binds, extra_env=side.env)
     mode, nodes = gpu_mode(engine.info())
     if mode == "none":
         raise UsageError("--device cuda, but no NVIDIA GPU is visible on this host",
@@ -112,16 +105,17 @@ def worker_setup(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_inde
     if f"/dev/nvidia{gpu_index}" not in nodes:
         raise UsageError(f"GPU {gpu_index} is not on this host", hint=f"found {nodes}")
     gpu = GpuAccess(mode=mode, index=gpu_index, device_nodes=tuple(gpu_nodes(nodes, gpu_index)))
-    if kind == "cuda" and mode == "devices":
-        binds, env = driver_binds()
-    return WorkerSetup(engine=engine, session=session, python=python, device="cuda", gpu=gpu,
-                   extra_binds=binds, extra_env=env, timing=TimingKnobs())
+    side = runtime.container(gpu)
+    return WorkerSetup(engine=engine, session=session, python=side.python, device="cuda",
+                       gpu=gpu, extra_binds=side.binds, extra_env=side.env,
+                       timing=TimingKnobs())
 
 
 def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> None:
-    """--runtime host: refuse to start when a bind would show the entry what it must not see
-    (issue 18: with a copy of the suites under /opt, an entry printed a hidden table)."""
-    rt = host_runtime(cfg.runtime_config.python, cfg.device == "cuda")
+    """Refuse to start when a bind of the runtime would show the entry what it must not see
+    (issue 18, --runtime host: with a copy of the suites under /opt, an entry printed a hidden
+    table)."""
+    runtime = runtime_for(cfg.runtime_config)
     protected = [("the suite", suite.directory, True),
                  *(("the suites folder", root, True) for root in cfg.suite_roots),
                  ("the output folder", cfg.out_dir, False),
@@ -129,28 +123,13 @@ def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> No
                  ("the seed secret's file", checkpoint.secret_file, True),
                  # Inputs and the reference's expected outputs pass through folders made here.
                  ("the temporary folder", Path(tempfile.gettempdir()), False)]
-    found = bind_conflicts(rt.binds, protected)
+    found = runtime.exposures(protected, gpu=cfg.device == "cuda")
     if found:
         raise ExposedHostPath(
-            "--runtime host would let the entry read what it must not:\n    "
+            f"--runtime {runtime.name} would let the entry read what it must not:\n    "
             + "\n    ".join(found),
             hint="keep suites, reports and $TMPDIR outside the interpreter's install and "
             "library folders (`grader doctor` lists them), or grade with another --python")
-
-
-def driver_binds() -> tuple[tuple[Bind, ...], tuple[tuple[str, str], ...]]:
-    """Without NVIDIA's toolkit, a CUDA image reaches the GPU through the host's driver
-    libraries, bound read-only one file at a time into DRIVER_LIB_DIR (the image's own
-    LD_LIBRARY_PATH names it; the runtime template adds it too), and Triton told where
-    libcuda is (it would ask ldconfig, whose cache in the image does not list that folder)."""
-    libs = driver_libraries()
-    if "libcuda.so.1" not in libs:
-        raise UsageError("--runtime cuda without NVIDIA's container toolkit needs the host's "
-                         "driver libraries, and no libcuda.so.1 is found (ldconfig -p)",
-                         hint="install the toolkit, or grade with --runtime host")
-    binds = tuple(Bind(host=path, container=f"{DRIVER_LIB_DIR}/{name}")
-                  for name, path in libs.items())
-    return binds, (("TRITON_LIBCUDA_PATH", DRIVER_LIB_DIR),)
 
 
 def unknown_problem(problem: str, suite: Suite) -> UsageError:
@@ -166,6 +145,7 @@ class Grader:
     def __init__(self, cfg: RunConfig, engine: ContainerEngine, detector: Detector,
                  progress: Progress) -> None:
         self.cfg = cfg
+        self.runtime = runtime_for(cfg.runtime_config)
         self.engine = engine
         self.detector = detector
         self.progress = progress
@@ -290,11 +270,10 @@ class Grader:
             unknown = sorted(set(cfg.problems) - set(suite.problems))
             if unknown:
                 raise unknown_problem(unknown[0], suite)
-            if cfg.runtime == "host":
-                check_host_binds(cfg, suite, self.checkpoint)
+            check_host_binds(cfg, suite, self.checkpoint)
             done = self.open_checkpoint(suite, bundle_sha256)
             self.progress("runtime image")
-            runtime = ensure_runtime(self.engine, cfg.runtime_config)
+            runtime = self.runtime.ensure_image(self.engine)
             self.images["runtime"] = runtime.id
             todo = [b for pid, b in suite.problems.items()
                     if (not cfg.problems or pid in cfg.problems)

@@ -27,11 +27,12 @@ from grader.errors import UsageError
 from grader.files import atomic_write
 from grader.grading.checkpoint import commitment, host_fs
 from grader.grading.config import RunConfig
-from grader.images import ensure, ensure_runtime, problem_plan
+from grader.images import ensure, problem_plan
 from grader.model.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
 from grader.round.store import RoundDir
 from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.runtimes import runtime_for
 from grader.suite.load import Suite
 
 Progress = Callable[[str], None]
@@ -43,7 +44,7 @@ def round_images(engine: DockerEngine, run: RunConfig, suite: Suite,
     "runtime", and each problem graded, named as a report's `environment.images` names them."""
     if progress is not None:
         progress("images: runtime")
-    rt = ensure_runtime(engine, run.runtime_config)
+    rt = runtime_for(run.runtime_config).ensure_image(engine)
     out = {"runtime": ImageRef(tag=rt.tag, id=rt.id)}
     for pid, bundle in suite.problems.items():
         if run.problems and pid not in run.problems:

@@ -47,6 +47,7 @@ from grader.round.entry import run_grader
 from grader.round.model import Settings
 from grader.round.store import RoundDir
 from grader.round.suite import of_round
+from grader.sandbox.runtimes import default_runtime
 from grader.suite.load import Suite, find_suite
 from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
@@ -193,7 +194,7 @@ def shape_selection(report: Report, suite: Suite, device: str) -> ShapeSelection
     """The `--shapes` selection that gives exactly the report's shapes of each problem."""
     for sel in SELECTIONS:
         cfg = RunConfig(bundle=Path("-"), out_dir=Path("-"), device=device, shapes=sel,
-                        runtime="cpu" if device == "cpu" else "host")
+                        runtime=default_runtime(device))
         if all(p.id in suite.problems and [s.id for s in p.shapes]
                == [s.id for s in select_shapes(suite.problems[p.id], cfg)]
                for p in report.problems if p.shapes):
@@ -208,7 +209,7 @@ def settings_of_report(report: Report, suite: Suite) -> Settings:
     ids = [p.id for p in report.problems]
     seeds = max((len(s.comparisons) for p in report.problems for s in p.shapes), default=0)
     return Settings(policy=report.environment.policy, device=device,
-                    runtime="cpu" if device == "cpu" else "host",
+                    runtime=default_runtime(device),
                     hardware="auto", shapes=shape_selection(report, suite, device),
                     problems=[] if sorted(ids) == sorted(suite.problems) else ids,
                     seeds_per_shape=seeds or None)

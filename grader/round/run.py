@@ -47,7 +47,7 @@ from grader.round.request import RoundRequest, entry_request, record, suite_dige
 from grader.round.store import RoundDir
 from grader.round.suite import round_suite
 from grader.sandbox.docker_engine import DockerEngine
-from grader.sandbox.host_runtime import bind_conflicts, host_runtime
+from grader.sandbox.runtimes import runtime_for
 from grader.suite.load import Suite
 from grader.verdicts import Verdict
 
@@ -166,16 +166,14 @@ def open_round(req: RoundRequest, rd: RoundDir, suite: Suite, progress: Progress
 
 
 def check_round_dir(req: RoundRequest, rd: RoundDir) -> None:
-    """--runtime host: no bind of the host's interpreter may show a container the round's
-    folder (its references, bundles and secret)."""
-    if req.run.runtime != "host":
-        return
-    found = bind_conflicts(host_runtime(req.run.runtime_config.python,
-                                        req.run.device == "cuda").binds,
-                           [("the round folder", rd.root, True)])
+    """No bind of the runtime (--runtime host: the host's interpreter) may show a container
+    the round's folder (its references, bundles and secret)."""
+    runtime = runtime_for(req.run.runtime_config)
+    found = runtime.exposures([("the round folder", rd.root, True)],
+                              gpu=req.run.device == "cuda")
     if found:
-        raise ExposedHostPath("--runtime host would let entries read the round's folder:\n    "
-                              + "\n    ".join(found),
+        raise ExposedHostPath(f"--runtime {runtime.name} would let entries read the round's "
+                              "folder:\n    " + "\n    ".join(found),
                               hint="keep the round folder outside the interpreter's install")
 
 

@@ -96,11 +96,12 @@ def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
 def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -> None:
     from grader.grading.grader import worker_setup
     from grader.harness.protocol import GATE_FILE
-    from grader.images import RuntimeConfig, ensure, ensure_runtime, problem_plan
+    from grader.images import ensure, problem_plan
     from grader.model.channel import read_frames
     from grader.model.runs import Case
     from grader.run.batch import Batch, Standby
     from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.runtimes import RuntimeConfig, runtime_for
     from grader.sandbox.spec import Limits
     from grader.suite.load import load_suite
 
@@ -108,7 +109,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
                     runtime="host", python=sys.executable)
     sb = worker_setup(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
-    runtime = ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable))
+    runtime = runtime_for(RuntimeConfig(kind="host", python=sys.executable)).ensure_image(engine)
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
     shape = bundle.problem.shapes[0]
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from grader.cli.selftest import Target, grade_case
-from grader.images import RuntimeConfig, ensure_runtime
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.gpus import gpu_mode, gpu_nodes
 from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
+from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 from grader.sandbox.spec import ContainerSpec, GpuAccess, Limits, Role
 from grader.verdicts import Verdict
 
@@ -66,7 +66,8 @@ def _toolkit_file(path: str) -> bool:
 
 def test_a_gpu_container_shows_only_the_runtime_and_runs_triton() -> None:
     engine = DockerEngine()
-    skeleton = ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable)).tag
+    host = runtime_for(RuntimeConfig(kind="host", python=sys.executable))
+    skeleton = host.ensure_image(engine).tag
     rt = resolve(sys.executable, gpu=True)
     assert any(b.why == "compiler" for b in rt.binds), "no gcc: Triton cannot build launchers"
     mode, nodes = gpu_mode(engine.info())

@@ -62,11 +62,11 @@ def engine():  # type: ignore[no-untyped-def]
 def runtime(request: pytest.FixtureRequest, engine):  # type: ignore[no-untyped-def]
     """The CPU runtime image, built once if missing (debootstrap + offline wheels); when
     cases are selected, by their image build (case_pool.Ahead)."""
-    from grader.images import RuntimeConfig, ensure_runtime
+    from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 
     if (ahead := request.config.stash.get(AHEAD, None)) is not None:
         ahead.images()
-    return ensure_runtime(engine, RuntimeConfig())
+    return runtime_for(RuntimeConfig()).ensure_image(engine)
 
 
 @pytest.fixture(scope="session")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from grader.cli.selftest import Target, grade_case
-from grader.images import RuntimeConfig, ensure_runtime
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
+from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 from grader.sandbox.spec import Bind, ContainerSpec, Limits, Role
 from grader.verdicts import Verdict
 
@@ -66,7 +66,7 @@ print("built", m.twice(16.0))
 
 @pytest.fixture(scope="module")
 def skeleton(engine: DockerEngine) -> str:
-    return ensure_runtime(engine, RuntimeConfig(kind="host", python=sys.executable)).tag
+    return runtime_for(RuntimeConfig(kind="host", python=sys.executable)).ensure_image(engine).tag
 
 
 def _run(engine: DockerEngine, session: str, image: str, python: str,

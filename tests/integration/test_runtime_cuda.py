@@ -22,10 +22,10 @@ from grader.detect.policy import load_policy
 from grader.errors import ImageBuildError, UsageError
 from grader.grading.config import RunConfig
 from grader.grading.grader import Grader
-from grader.images import RuntimeConfig, ensure_runtime
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.sandbox.gpus import DRIVER_LIB_DIR
+from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker
@@ -46,12 +46,12 @@ def stand_in(engine, runtime, tmp_path_factory) -> str:  # type: ignore[no-untyp
 def test_cuda_runtime_kind_builds_from_a_local_base_and_grades(engine, stand_in,  # type: ignore[no-untyped-def]
                                                               tmp_path: Path) -> None:
     cfg = RuntimeConfig(kind="cuda", cuda_base=stand_in, python=VENV_PYTHON)
-    built = ensure_runtime(engine, cfg)
+    built = runtime_for(cfg).ensure_image(engine)
     assert built.tag.startswith("grader-runtime-cuda:") and built.id != engine.image_id(stand_in)
     env = engine.client.images.get(built.tag).attrs["Config"]["Env"]
     # Where the grader binds the host's driver libraries without NVIDIA's toolkit.
     assert f"LD_LIBRARY_PATH={DRIVER_LIB_DIR}" in env, env
-    assert ensure_runtime(engine, cfg).built is False  # cached by content hash
+    assert runtime_for(cfg).ensure_image(engine).built is False  # cached by content hash
     bundle = tmp_path / "t.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
     run = RunConfig(bundle=bundle, out_dir=tmp_path / "out", problems=("vector_add",),
@@ -65,11 +65,11 @@ def test_cuda_runtime_kind_builds_from_a_local_base_and_grades(engine, stand_in,
 def test_a_cuda_base_without_a_c_compiler_is_refused(engine, runtime) -> None:  # type: ignore[no-untyped-def]
     cfg = RuntimeConfig(kind="cuda", cuda_base=runtime.tag, python=VENV_PYTHON)
     with pytest.raises(ImageBuildError) as caught:
-        ensure_runtime(engine, cfg)
+        runtime_for(cfg).ensure_image(engine)
     assert "has no C compiler, which Triton needs at run time" in (caught.value.hint or "")
 
 
 def test_a_cuda_base_not_on_the_host_is_a_usage_error(engine) -> None:  # type: ignore[no-untyped-def]
     cfg = RuntimeConfig(kind="cuda", cuda_base="grader-test/absent-base:0", python=VENV_PYTHON)
     with pytest.raises(UsageError, match="is not on this host"):
-        ensure_runtime(engine, cfg)
+        runtime_for(cfg).ensure_image(engine)

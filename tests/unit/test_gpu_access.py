@@ -1,6 +1,6 @@
 """How GPUs reach containers: which device nodes each worker's containers get (one GPU a
 worker, `--gpus 0,1,...`), and how the host's NVIDIA driver libraries are found and bound for
-`--runtime cuda` without NVIDIA's container toolkit (doctor, grade.worker_setup). The run on
+`--runtime cuda` without NVIDIA's container toolkit (doctor, runtimes.CudaRuntime). The run on
 several GPUs at once needs a host with them (docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from grader.grading import grader as grade
 from grader.grading.config import RunConfig
 from grader.run.jobs import WorkerSetup, container_spec
 from grader.sandbox import gpus as doctor
+from grader.sandbox import runtimes
 from grader.sandbox.gpus import (
     DRIVER_LIB_DIR,
     driver_libraries,
@@ -79,10 +80,10 @@ def test_without_ldconfig_the_usual_folders_are_searched(tmp_path: Path,
 
 def test_the_binds_are_read_only_files_in_the_images_library_folder(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grade, "driver_libraries", lambda: {
+    monkeypatch.setattr(runtimes, "driver_libraries", lambda: {
         "libcuda.so.1": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
         "libnvidia-ml.so.1": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04"})
-    binds, env = grade.driver_binds()
+    binds, env = runtimes.driver_binds()
     assert binds == (
         Bind(host="/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
              container=f"{DRIVER_LIB_DIR}/libcuda.so.1"),
@@ -98,9 +99,9 @@ def test_the_binds_are_read_only_files_in_the_images_library_folder(
 
 
 def test_no_libcuda_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grade, "driver_libraries", lambda: {})
+    monkeypatch.setattr(runtimes, "driver_libraries", lambda: {})
     with pytest.raises(UsageError, match=r"no libcuda\.so\.1 is found"):
-        grade.driver_binds()
+        runtimes.driver_binds()
 
 
 NODES = ["/dev/nvidia-caps", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia0",
@@ -137,12 +138,12 @@ def test_each_gpu_gets_its_own_node_and_the_shared_ones_never_the_others() -> No
 @pytest.mark.usefixtures("two_gpus")
 def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
-    monkeypatch.setattr(grade, "driver_libraries", lambda: {"libcuda.so.1": "/lib/libcuda.so"})
+    monkeypatch.setattr(runtimes, "driver_libraries", lambda: {"libcuda.so.1": "/lib/libcuda.so"})
     # The host runtime's binds come from running the host's interpreter (host_runtime.py,
     # tested in test_host_binds.py and tests/integration/test_host_runtime.py).
     libcuda = HostBind(host="/usr/lib/libcuda.so.580", container="/usr/lib/libcuda.so.1",
                        why="driver")
-    monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: HostRuntime(
+    monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: HostRuntime(
         python="/opt/py/bin/python", version="3.11", binds=(libcuda,)))
     for kind, bound in (("host", False), ("cuda", True)):
         cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",

@@ -12,7 +12,7 @@ import pytest
 from grader.errors import EXIT_CODES, ExposedHostPath
 from grader.grading import grader as grade
 from grader.grading.config import RunConfig
-from grader.sandbox import host_runtime
+from grader.sandbox import host_runtime, runtimes
 from grader.sandbox.gpus import driver_library_links
 from grader.sandbox.host_runtime import (
     HostBind,
@@ -138,7 +138,7 @@ def test_the_run_refuses_an_exposed_layout_before_anything_is_written(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     venv.mkdir()
-    monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: HostRuntime(
+    monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: HostRuntime(
         python=f"{venv}/bin/python", version="3.11", binds=(_bind(str(venv)),)))
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=venv / "out", suite_roots=(tmp_path,),
                     runtime="host")
@@ -158,7 +158,7 @@ def test_a_host_runtime_sandbox_uses_the_probed_interpreter_and_its_binds(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     rt = HostRuntime(python="/opt/py/bin/python3.11", version="3.11",
                      binds=(_bind("/opt/py"),), env=(("TRITON_LIBCUDA_PATH", "/usr/lib"),))
-    monkeypatch.setattr(grade, "host_runtime", lambda python, gpu: rt)
+    monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: rt)
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, runtime="host",
                     python="python3")
     sb = grade.worker_setup(cfg, None, "s")  # type: ignore[arg-type]
