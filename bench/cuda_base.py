@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import get_engine
 from grader.sandbox.gpus import DRIVER_LIBS
 
 # Of the interpreter's site-packages: what `import torch, triton` and the harness load.
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             print(done.stderr[-2000:], file=sys.stderr)
             return 1
         t_tar = time.monotonic()
-        image = DockerEngine().import_rootfs(tarball, args.tag, kind="cuda-base")
+        image = get_engine().import_rootfs(tarball, args.tag, kind="cuda-base")
         size = tarball.stat().st_size
     t_import = time.monotonic()
     print(f"{args.tag}: {image[:19]}, {size / 2**30:.2f} GiB from {len(members)} paths "

@@ -147,9 +147,9 @@ def render(rows: Sequence[Row]) -> str:
 def grade(cases: Sequence[Path], device: str, runtime: str,
           python: str | None) -> list[Row]:
     from grader.cli.selftest import Target, grade_case
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
 
-    engine = DockerEngine()
+    engine = get_engine()
     target = Target(device=device, runtime=runtime, python=python)
     rows: list[Row] = []
     for case in cases:

@@ -194,10 +194,10 @@ def run_round(cmd: list[str], limit_s: float | None) -> tuple[int | None, float,
             break
         except subprocess.TimeoutExpired:
             continue
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runs import reap_dead
 
-    print(f"stopped; left by the round and removed: {reap_dead(DockerEngine().reap)}")
+    print(f"stopped; left by the round and removed: {reap_dead(get_engine().reap)}")
     return None, wall, why
 
 

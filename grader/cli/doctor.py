@@ -26,10 +26,10 @@ def reap_leftovers() -> str:
     """`grader doctor --reap`: remove what graders that died left (sandbox/runs.py): the
     containers of their sessions, the tmpfs mounted in their folders, the folders. Runs
     whose process is alive are left alone."""
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runs import reap_dead
 
-    return str(reap_dead(DockerEngine().reap))
+    return str(reap_dead(get_engine().reap))
 
 
 def host_runtime_check(*, gpu: bool, python: str = sys.executable) -> Check:
@@ -59,9 +59,9 @@ def run_checks() -> list[Check]:
     info: dict[str, object] | None = None
     engine = None
     try:
-        from grader.sandbox.docker_engine import DockerEngine
+        from grader.sandbox.docker_engine import get_engine
 
-        engine = DockerEngine()
+        engine = get_engine()
         info = engine.info()
         checks.append(Check(name="docker", ok=True,
                             detail=f"engine {engine.version()}, storage {info.get('Driver')}, "

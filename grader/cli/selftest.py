@@ -10,10 +10,8 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.detect.detector import Detector
-from grader.detect.policy import load_policy
 from grader.grading.config import RunConfig
-from grader.grading.grader import Grader
+from grader.grading.factory import build_grader
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
 from grader.paths import REPO
@@ -65,7 +63,7 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path,
     if target.device == "cpu":  # on a GPU, a CUDA context needs the larger defaults
         cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits,
                                                      memory_bytes=2 << 30))
-    grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
+    grader = build_grader(cfg, lambda _m: None, engine=engine)
     report = grader.run()
     left = engine.client.containers.list(
         all=True, filters={"label": f"grader.session={grader.session}"})

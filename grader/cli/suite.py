@@ -62,32 +62,28 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     own tolerance), evaluate the roofline expressions, build the release kit. Exit 21 when a
     reference is at fault (reference_error), 20 for an expression or the kit, 30 when only
     the machinery failed."""
-    from grader.errors import UsageError
     from grader.grading.config import RunConfig
-    from grader.grading.grader import worker_setup
+    from grader.grading.factory import reference_sandbox
     from grader.organiser.check import Runner, check_suite
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runtimes import runtime_for
-    from grader.suite.load import find_suite
+    from grader.suite.load import check_problems, find_suite
     from grader.suite.roots import suite_roots as roots
 
     found = find_suite(suite_name, list(roots(suite_roots)))
-    unknown = sorted(set(problems) - set(found.problems))
-    if unknown:
-        raise UsageError(f"--problem {unknown[0]!r} is not in suite {found.id}",
-                         hint=f"its problems: {', '.join(found.problems)}")
+    check_problems(found, problems)
     cfg = RunConfig(bundle=Path("-"), out_dir=Path("."), device=device, runtime=runtime,
                     python=python)
     limits = cfg.reference_limits
     if timeout is not None:
         limits = replace(limits, wall_s=timeout)
-    engine = DockerEngine()
+    engine = get_engine()
     tag = runtime_for(cfg.runtime_config).ensure_image(engine).tag
 
     def make_runner(session: str) -> Runner:
-        sandbox = replace(worker_setup(cfg, engine, session), timing=None)
-        return Runner(sandbox=sandbox, limits=limits, runtime_tag=tag, suite_id=found.id,
-                      seeds=seeds, secret=secrets.token_bytes(32))
+        return Runner(sandbox=reference_sandbox(cfg, engine, session), limits=limits,
+                      runtime_tag=tag, suite_id=found.id, seeds=seeds,
+                      secret=secrets.token_bytes(32))
 
     result = check_suite(found, problems=problems, shapes=shapes, make_runner=make_runner,
                          say=lambda msg: click.echo(f"[suite check] {msg}", err=True),

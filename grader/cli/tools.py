@@ -60,10 +60,10 @@ def images_render(what: str, suite: str, problem_id: str | None, cuda_base: str 
 def images_build(suites: tuple[str, ...]) -> None:
     """Build (or find) the CPU runtime and the problem images; builds only what is missing."""
     from grader.images import ensure, problem_plan
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.suite.load import find_suite
 
-    engine = DockerEngine()
+    engine = get_engine()
     runtime = _runtime("cpu", None).ensure_image(engine)
     click.echo(f"{'built' if runtime.built else 'present'}: {runtime.tag}")
     for name in suites:
@@ -76,9 +76,9 @@ def images_build(suites: tuple[str, ...]) -> None:
 @images.command("list")
 def images_list() -> None:
     """List the grader's images (label grader.image)."""
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
 
-    found = DockerEngine().images()
+    found = get_engine().images()
     for line in image_lines(found):
         click.echo(line)
 
@@ -140,7 +140,7 @@ def images_prune(everything: bool, suites: tuple[str, ...], suite_roots: tuple[P
     """Remove problem images (and with --all every grader image) and leftover containers;
     --suite and --older-than narrow what goes."""
     from grader.images import problem_repo
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.suite.load import find_suite
     from grader.suite.roots import suite_roots as roots
 
@@ -148,7 +148,7 @@ def images_prune(everything: bool, suites: tuple[str, ...], suite_roots: tuple[P
     if suites:
         found = [find_suite(s, list(roots(suite_roots, suite=s))) for s in suites]
         repos = {problem_repo(s.id, pid) for s in found for pid in s.problems}
-    engine = DockerEngine()
+    engine = get_engine()
     gone = 0 if dry_run else engine.reap()
     age = None if older_than is None else timedelta(days=older_than)
     for img in prune_targets(engine.images(), everything=everything, repos=repos,
@@ -333,11 +333,11 @@ def selftest(groups: tuple[str, ...], device: str, runtime: str | None,
     """Grade the hostile-entry suite (or other case groups) on this host and print, case by
     case, the verdict expected and the verdict given. Exits 1 if any differs."""
     from grader.cli.selftest import Target, run_selftest
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runtimes import default_runtime
 
     target = Target(device=device, runtime=runtime or default_runtime(device), python=python)
-    results = run_selftest(groups, DockerEngine(), target)
+    results = run_selftest(groups, get_engine(), target)
     for r in results:
         mark = "ok  " if r.ok else ("hole" if r.known_hole else "FAIL")
         got = ", ".join(f"{p}={v}" for p, v in r.got.items())

@@ -3,7 +3,9 @@ batch, the judge, scoring and the reports, in that order (the layers below it).
 
 runner.py      from the command line's options to a graded, reported run
 config.py      the options of one run
-grader.py      `Grader`: intake, images, checkpoint, the workers, the Report
+factory.py     the engine, policy, detector and Grader, built in one place
+grader.py      `Grader`: its work folder, the bundle opened once, checkpoint, the workers,
+               the Report
 worker.py      one worker (a GPU or a CPU slot): its problems, batch by batch, each judged
 checkpoint.py  resuming an interrupted run
 phases.py      where a problem's time went

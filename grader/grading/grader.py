@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
 import secrets
 import tempfile
@@ -11,7 +10,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -49,7 +48,7 @@ from grader.sandbox.runtimes import runtime_for
 from grader.sandbox.spec import GpuAccess
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
-from grader.suite.load import ProblemBundle, Suite, find_suite
+from grader.suite.load import ProblemBundle, Suite, check_problems, find_suite
 from grader.verdicts import Verdict
 
 __all__ = [
@@ -62,6 +61,7 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+TMP_HINT = "free space in the temporary folder ($TMPDIR), then run again"
 
 
 def summarize(problems: list[ProblemResult],
@@ -130,15 +130,6 @@ def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> No
             + "\n    ".join(found),
             hint="keep suites, reports and $TMPDIR outside the interpreter's install and "
             "library folders (`grader doctor` lists them), or grade with another --python")
-
-
-def unknown_problem(problem: str, suite: Suite) -> UsageError:
-    """--problem naming no problem of the suite: which it has, the nearest first (issue 34:
-    the refusal had no hint)."""
-    near = difflib.get_close_matches(problem, list(suite.problems), n=1)
-    return UsageError(f"--problem {problem!r} is not in suite {suite.id}",
-                      hint=(f"did you mean {near[0]!r}? " if near else "")
-                      + f"suite {suite.id} has {', '.join(suite.problems)}")
 
 
 class Grader:
@@ -247,14 +238,22 @@ class Grader:
         return [results[b.id] for b in todo if b.id in results]
 
     def run(self) -> Report:
-        cfg = self.cfg
-        if not cfg.bundle.is_file():
-            raise UsageError(f"{cfg.bundle}: no such file")
-        tmp_hint = "free space in the temporary folder ($TMPDIR), then run again"
+        """Grade `cfg.bundle` whole: its work folder, the bundle opened, every problem."""
+        with self.workspace() as work:
+            return self.grade(*self.open(work))
+
+    @contextlib.contextmanager
+    def workspace(self) -> Iterator[Path]:
+        """This run's work folder for the block; on the way out, its containers and folders
+        removed. `grader run` opens the bundle in it once (`open`), checks what it must
+        before grading, then grades that opened submission (issue 33: the bundle was opened
+        and hashed three times)."""
+        if not self.cfg.bundle.is_file():
+            raise UsageError(f"{self.cfg.bundle}: no such file")
         # Everything of this run on the host lives in its own folder, recorded with this
         # process's pid; what runs that died left is removed first (sandbox/runs.py).
         owned = contextlib.ExitStack()
-        with host_fs("cannot make a work folder", hint=tmp_hint):
+        with host_fs("cannot make a work folder", hint=TMP_HINT):
             self.reap_dead()
             try:
                 work = owned.enter_context(owned_run(self.session)) / "work"
@@ -263,53 +262,60 @@ class Grader:
                 owned.close()
                 raise
         try:
-            with host_fs("cannot unpack the bundle", hint=tmp_hint):
-                sub = open_bundle(cfg.bundle, work / "submission")
-                bundle_sha256 = hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()
-            suite = find_suite(sub.manifest.submission.suite, list(cfg.suite_roots))
-            unknown = sorted(set(cfg.problems) - set(suite.problems))
-            if unknown:
-                raise unknown_problem(unknown[0], suite)
-            check_host_binds(cfg, suite, self.checkpoint)
-            done = self.open_checkpoint(suite, bundle_sha256)
-            self.progress("runtime image")
-            runtime = self.runtime.ensure_image(self.engine)
-            self.images["runtime"] = runtime.id
-            todo = [b for pid, b in suite.problems.items()
-                    if (not cfg.problems or pid in cfg.problems)
-                    and cfg.picks_any(pid, [s.id for s in b.problem.shapes])]
-            t0 = time.monotonic()
-            problems = self.grade_all(suite, todo, sub, runtime.tag, done)
-            wall = time.monotonic() - t0
-            extra = sorted(set(sub.manifest.problems) - set(suite.problems))
-            if extra:
-                self.progress(f"ignored kernels for problems not in the suite: {extra}")
-            report = Report(
-                created_at=datetime.now(UTC),
-                submission=SubmissionSummary(
-                    name=sub.manifest.submission.name, suite=suite.id,
-                    dsl=sub.manifest.submission.dsl, agent=sub.manifest.submission.agent,
-                    bundle_sha256=bundle_sha256),
-                suite=SuiteSummary(id=suite.id, version=suite.info.version,
-                                   weights_version=suite.weights.version),
-                environment=Environment(
-                    grader_version=__version__, hardware=self.hardware_name(),
-                    device="cpu (Triton interpreter)" if cfg.device == "cpu"
-                    else f"{cfg.device}: {self.device_name or 'unknown GPU'}",
-                    is_performance=cfg.device != "cpu", policy=cfg.policy,
-                    images=dict(self.images),
-                    seed_commitment=hashlib.sha256(self.secret).hexdigest(),
-                    docker=self.docker_version()),
-                problems=problems,
-                summary=summarize(problems, shapes_graded(todo, cfg)),
-                wall_s=wall,
-            )
-            report = score_report(report, suite, load_hardware(self.hardware_name()))
-            graded = (report.summary.shapes_graded, report.summary.ungraded_shapes)
-            return report.model_copy(update={"summary": summarize(report.problems, graded)})
+            yield work
         finally:
             self.reap()
             owned.close()  # the run's folders, and any mount left in them
+
+    def open(self, work: Path) -> tuple[Submission, Suite]:
+        """The bundle, opened and hashed into `work`, and the suite it names, which must have
+        every --problem."""
+        with host_fs("cannot unpack the bundle", hint=TMP_HINT):
+            sub = open_bundle(self.cfg.bundle, work / "submission")
+        suite = find_suite(sub.manifest.submission.suite, list(self.cfg.suite_roots))
+        check_problems(suite, self.cfg.problems)
+        return sub, suite
+
+    def grade(self, sub: Submission, suite: Suite) -> Report:
+        """Every problem of `suite` that the options pick, graded on `sub`; the scored report."""
+        cfg = self.cfg
+        check_host_binds(cfg, suite, self.checkpoint)
+        done = self.open_checkpoint(suite, sub.sha256)
+        self.progress("runtime image")
+        runtime = self.runtime.ensure_image(self.engine)
+        self.images["runtime"] = runtime.id
+        todo = [b for pid, b in suite.problems.items()
+                if (not cfg.problems or pid in cfg.problems)
+                and cfg.picks_any(pid, [s.id for s in b.problem.shapes])]
+        t0 = time.monotonic()
+        problems = self.grade_all(suite, todo, sub, runtime.tag, done)
+        wall = time.monotonic() - t0
+        extra = sorted(set(sub.manifest.problems) - set(suite.problems))
+        if extra:
+            self.progress(f"ignored kernels for problems not in the suite: {extra}")
+        report = Report(
+            created_at=datetime.now(UTC),
+            submission=SubmissionSummary(
+                name=sub.manifest.submission.name, suite=suite.id,
+                dsl=sub.manifest.submission.dsl, agent=sub.manifest.submission.agent,
+                bundle_sha256=sub.sha256),
+            suite=SuiteSummary(id=suite.id, version=suite.info.version,
+                               weights_version=suite.weights.version),
+            environment=Environment(
+                grader_version=__version__, hardware=self.hardware_name(),
+                device="cpu (Triton interpreter)" if cfg.device == "cpu"
+                else f"{cfg.device}: {self.device_name or 'unknown GPU'}",
+                is_performance=cfg.device != "cpu", policy=cfg.policy,
+                images=dict(self.images),
+                seed_commitment=hashlib.sha256(self.secret).hexdigest(),
+                docker=self.docker_version()),
+            problems=problems,
+            summary=summarize(problems, shapes_graded(todo, cfg)),
+            wall_s=wall,
+        )
+        report = score_report(report, suite, load_hardware(self.hardware_name()))
+        graded = (report.summary.shapes_graded, report.summary.ungraded_shapes)
+        return report.model_copy(update={"summary": summarize(report.problems, graded)})
 
     def docker_version(self) -> str:
         try:

@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import ast
-import hashlib
-import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
-from grader.detect.detector import Detector
-from grader.detect.policy import load_policy
 from grader.errors import GraderError, ReferenceFailed, VerdictGate
 from grader.grading import outdir
 from grader.grading.checkpoint import host_fs
 from grader.grading.config import RunConfig
-from grader.grading.grader import Grader
+from grader.grading.factory import build_grader
 from grader.grading.practice import practice_view
 from grader.grading.progress import Progress
-from grader.intake.bundle import open_bundle
-from grader.intake.packing import packed
+from grader.intake.bundle import Submission
+from grader.intake.packing import packed, same_suite
 from grader.model.results import Report
 from grader.report.entry_paths import with_entry_paths
 from grader.report.failures import error_lines, failure_lines
@@ -29,9 +24,8 @@ from grader.report.not_graded import write_not_graded
 from grader.report.public import public_view
 from grader.report.render import write_reports
 from grader.report.summaries import ErrorInfo, RunSummary, run_summary
-from grader.sandbox.docker_engine import DockerEngine
 from grader.scoring.hardware import load_hardware
-from grader.suite.load import Suite, find_suite
+from grader.suite.load import Suite
 from grader.verdicts import Verdict
 
 
@@ -48,29 +42,9 @@ def summary_line(rep: Report) -> str:
             f"{s.correctness_rate:.0%}, in {rep.submission.dsl} {s.dsl_adoption_rate:.0%}")
 
 
-def _suite_of(cfg: RunConfig) -> tuple[Suite, list[str]] | None:
-    """The bundle's suite and the problems it names; None when the bundle or the suite cannot
-    be read (the grading itself then raises the error with its own exit code)."""
-    try:
-        work = Path(tempfile.mkdtemp(prefix="grader-plan-"))
-    except OSError:
-        return None
-    try:
-        sub = open_bundle(cfg.bundle, work / "b")
-        return (find_suite(sub.manifest.submission.suite, list(cfg.suite_roots)),
-                list(sub.manifest.problems))
-    except (GraderError, OSError):  # OSError: a full $TMPDIR, reported by the grading itself
-        return None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def planned_problems(cfg: RunConfig) -> list[str]:
+def planned_problems(cfg: RunConfig, suite: Suite) -> list[str]:
     """The problems the run will grade, in order, for the progress counts and ETA."""
-    found = _suite_of(cfg)
-    if found is None:
-        return []
-    return [p for p in found[0].problems if not cfg.problems or p in cfg.problems]
+    return [p for p in suite.problems if not cfg.problems or p in cfg.problems]
 
 
 def check_references(suite: Suite, problems: list[str]) -> None:
@@ -105,13 +79,10 @@ def failed_references(rep: Report, suite: Suite | None) -> ReferenceFailed | Non
         "with `grader suite check SUITE`, then grade again")
 
 
-def _unknown_problems(cfg: RunConfig, found: tuple[Suite, list[str]] | None) -> None:
+def _unknown_problems(sub: Submission, suite: Suite) -> None:
     """Say so when the bundle has kernels for problems the suite lacks: run grades only the
     suite's problems (issue 23, item 10: they were ignored silently)."""
-    if found is None:
-        return
-    suite, named = found
-    extra = [p for p in named if p not in suite.problems]
+    extra = [p for p in sub.manifest.problems if p not in suite.problems]
     if extra:
         click.echo(f"warning: not in suite {suite.id}, not graded: {', '.join(extra)} "
                    f"(its problems: {', '.join(suite.problems)})", err=True)
@@ -131,7 +102,8 @@ def grade_bundle(cfg: RunConfig, progress: Progress | None = None) -> Report:
     shown_as = str(cfg.bundle) if cfg.bundle.suffix == ".py" else None
     try:
         with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite) as bundle:
-            graded = _grade(replace(cfg, bundle=bundle), progress, shown_as)
+            graded = _grade(replace(cfg, bundle=bundle), progress, shown_as=shown_as,
+                            source=cfg.bundle)
     except GraderError as exc:
         # Nothing graded: md, html and junit say why, for a CI job's summary and test results
         # (a folder holding a report is left as it is).
@@ -155,31 +127,30 @@ def failed_summary(exc: GraderError, *, practice: bool) -> str:
                       practice=practice).model_dump_json(indent=2)
 
 
-def _grade(cfg: RunConfig, progress: Progress | None, shown_as: str | None = None) -> Graded:
-    found = _suite_of(cfg) if cfg.bundle.is_file() else None
-    if found is not None:
-        check_references(found[0], [p for p in found[0].problems
-                                    if not cfg.problems or p in cfg.problems])
-        _unknown_problems(cfg, found)
-        with host_fs(f"cannot read {cfg.bundle}", hint=None):
-            sha = hashlib.sha256(cfg.bundle.read_bytes()).hexdigest()
-        outdir.prepare(cfg.out_dir, sha, resume=cfg.resume, force=cfg.force)
-    policy = load_policy(cfg.policy)
-    cfg = replace(cfg, policy=policy.name)
+def _grade(cfg: RunConfig, progress: Progress | None, *, shown_as: str | None,
+           source: Path) -> Graded:
+    """Grade `cfg.bundle` (packed from `source`), opened once in the run's work folder: the
+    suite's checks, the output folder's key and the grading all take that one opened
+    submission (issue 33)."""
     if progress is None:
         progress = Progress.for_cli(cfg.log_format, quiet=cfg.quiet)
-    if progress.mode != "off" and cfg.bundle.is_file():
-        workers = len(cfg.gpus) if cfg.device == "cuda" else cfg.jobs
-        progress.plan(planned_problems(cfg), workers=workers)
-
-    grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
-    try:
-        rep = with_entry_paths(grader.run(), shown_as)
-    except BaseException:
-        progress.close()  # a live bar gives the terminal back before the error is shown
-        raise
-    if cfg.practice and found is not None:
-        rep = practice_view(rep, found[0], load_hardware(rep.environment.hardware))
+    grader = build_grader(cfg, progress)
+    with grader.workspace() as work:
+        sub, suite = grader.open(work)
+        same_suite(sub, cfg.suite, source)
+        check_references(suite, planned_problems(cfg, suite))
+        _unknown_problems(sub, suite)
+        outdir.prepare(cfg.out_dir, sub.sha256, resume=cfg.resume, force=cfg.force)
+        if progress.mode != "off":
+            workers = len(cfg.gpus) if cfg.device == "cuda" else cfg.jobs
+            progress.plan(planned_problems(cfg, suite), workers=workers)
+        try:
+            rep = with_entry_paths(grader.grade(sub, suite), shown_as)
+        except BaseException:
+            progress.close()  # a live bar gives the terminal back before the error is shown
+            raise
+    if cfg.practice:
+        rep = practice_view(rep, suite, load_hardware(rep.environment.hardware))
     progress.finish()
     # The secret behind the report's seed commitment (for the organiser, to reproduce inputs)
     # is already in out_dir/seed.secret: the checkpoint wrote it before grading began.
@@ -196,7 +167,7 @@ def _grade(cfg: RunConfig, progress: Progress | None, shown_as: str | None = Non
     for fmt, path in paths.items():
         click.echo(f"{fmt}: {path}", err=cfg.json)
     outdir.finish(cfg.out_dir, rep, keep_checkpoint=cfg.keep_checkpoint)
-    error: GraderError | None = failed_references(rep, found[0] if found else None)
+    error: GraderError | None = failed_references(rep, suite)
     if error is None:
         try:
             gate_failure(rep, cfg.fail_on, cfg.out_dir)

@@ -44,6 +44,7 @@ from .protocol import (
     ARMED_FILE,
     DEVICE_ENV,
     GO_FILE,
+    L2_FLUSH_BYTES,
     OUTPUTS,
     READY_FILE,
     RECIPE_DIR,
@@ -64,7 +65,7 @@ class _Caller:
         if device.startswith("cuda"):
             from .timing import Clock
 
-            self.clock = Clock(recorder, job.get("l2_flush_bytes", 256 << 20))
+            self.clock = Clock(recorder, job.get("l2_flush_bytes", L2_FLUSH_BYTES))
 
     def __call__(self, fn: Callable[..., Any], values: tuple[Any, ...], label: str, *,
                  copy: bool = True) -> tuple[Any, float, float]:

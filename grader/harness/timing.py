@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from .protocol import BUDGET_S, MAX_SAMPLES, MIN_SAMPLES, RSE_TARGET
+
 SPIN_CYCLES = 1_000_000  # the shortest spin: about 0.5 ms at H100/H200 clocks
 # The spin before a call's start event covers this many times the longest host time of the
 # entry's last few calls (its Python wrapper, Triton's launcher, the recorder's hooks), up to
@@ -163,8 +165,9 @@ Draw = Callable[[int], tuple[Callable[..., Any], tuple[Any, ...], bool]]
 
 def time_kernel(clock: Clock, draw: Draw, label: str, *,
                 keep: Callable[[int, Any], None] | None = None, closing: bool = False,
-                rse_target: float = 0.01, min_samples: int = 10, max_samples: int = 500,
-                budget_s: float = 10.0) -> tuple[dict[str, Any], list[str]]:
+                rse_target: float = RSE_TARGET, min_samples: int = MIN_SAMPLES,
+                max_samples: int = MAX_SAMPLES, budget_s: float = BUDGET_S
+                ) -> tuple[dict[str, Any], list[str]]:
     """The raw samples and the labels the calls were recorded under (`label#i`).
 
     `draw(i)`: what call i runs, made for it: (what to call, its inputs, whether the clock

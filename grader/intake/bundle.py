@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import io
 import lzma
 import os
@@ -17,6 +18,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from grader.errors import (
     BundleTooLarge,
@@ -68,7 +70,26 @@ class _CappedReader(io.RawIOBase):
         return len(data)
 
 
-def _decompressed(raw: io.BufferedReader) -> io.IOBase:
+class _Hashing(io.RawIOBase):
+    """The file's bytes, hashed as they are read."""
+
+    def __init__(self, inner: io.RawIOBase) -> None:
+        self.inner, self.hash = inner, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        n = self.inner.readinto(b) or 0
+        self.hash.update(memoryview(b)[:n])
+        return n
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+def _decompressed(raw: io.BufferedReader[Any]) -> io.IOBase:
     magic = raw.peek(6)[:6]
     if magic.startswith(b"\x1f\x8b"):
         return gzip.GzipFile(fileobj=raw)
@@ -83,6 +104,9 @@ def _decompressed(raw: io.BufferedReader) -> io.IOBase:
 class Submission:
     manifest: Manifest
     root: Path  # the fresh directory holding submission.toml and kernels/
+    # The bundle file's sha256, over the bytes intake read (the report's bundle_sha256, the
+    # checkpoint's key): hashed as it is opened, once (issue 33: opened and hashed thrice).
+    sha256: str
 
     def kernel_path(self, problem_id: str) -> Path | None:
         entry = self.manifest.problems.get(problem_id)
@@ -193,10 +217,11 @@ def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None,
         raise BundleUnreadable(f"{workdir}: must be a fresh directory",
                                hint="a grader bug: report it") from None
     try:
-        raw = open(path, "rb")
+        hashing = _Hashing(open(path, "rb", buffering=0))
     except OSError as exc:
         raise BundleUnreadable(f"{bundle}: cannot open: {exc.strerror or exc}",
                                hint="check the path and that it is readable") from None
+    raw = io.BufferedReader(hashing)
     cap = limits.max_total_bytes + (limits.max_members + 2) * HEADER_ALLOWANCE
     try:
         stream = io.BufferedReader(_CappedReader(_decompressed(raw), cap, bundle))
@@ -208,6 +233,8 @@ def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None,
                                    ) from None
         with tar:
             files = _read_members(tar, bundle, limits)
+        while raw.read(1 << 20):  # the rest of the file (the tar's padding) counts in its hash
+            pass
     except CORRUPT as exc:
         raise BundleUnreadable(f"{bundle}: corrupt archive: {exc}", hint=REPACK) from None
     except RecursionError:
@@ -246,4 +273,4 @@ def open_bundle(bundle: Path, workdir: Path, limits: IntakeLimits | None = None,
                                        hint="save the kernel file as UTF-8 text") from None
     for name, data in files.items():
         _write_new(workdir, name, data)
-    return Submission(manifest=manifest, root=workdir)
+    return Submission(manifest=manifest, root=workdir, sha256=hashing.hash.hexdigest())

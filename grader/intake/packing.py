@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.intake.bundle import MANIFEST, open_bundle
+from grader.intake.bundle import MANIFEST, Submission
 from grader.suite.roots import suite_id
 from grader.suite.scaffold import PROBLEM_ID
 
@@ -25,14 +25,13 @@ def _manifest(name: str, suite: str, problem: str) -> str:
             f'[problems."{problem}"]\nfile = "kernels/{problem}.py"\n')
 
 
-def _same_suite(bundle: Path, suite: str | None, shown_as: Path) -> None:
+def same_suite(sub: Submission, suite: str | None, shown_as: Path) -> None:
     """--suite beside a bundle or a folder (which name their suite themselves) says where
-    that suite is; one that names another suite is refused rather than graded elsewhere."""
+    that suite is; one that names another suite is refused rather than graded elsewhere.
+    Checked on the submission the run opens once (issue 33), not on an opening of its own."""
     if suite is None:
         return
-    with tempfile.TemporaryDirectory(prefix="grader-pack-") as tmp:
-        named = open_bundle(bundle, Path(tmp) / "b", shown_as=shown_as
-                            ).manifest.submission.suite
+    named = sub.manifest.submission.suite
     if named != suite_id(suite):
         raise UsageError(f"--suite {suite}: {shown_as} is a submission for suite {named!r}, "
                          f"not {suite_id(suite)!r}",
@@ -43,10 +42,9 @@ def _same_suite(bundle: Path, suite: str | None, shown_as: Path) -> None:
 def packed(source: Path, *, problems: tuple[str, ...], suite: str | None) -> Iterator[Path]:
     """`source` as a bundle for the time of the block: a tar as it is, a submission folder
     packed, one kernel file packed with a manifest naming `problems[0]` of `suite` (an id or
-    a suite's folder; beside a tar or a folder, the suite they name, checked)."""
+    a suite's folder; beside a tar or a folder, the suite they name is checked by `same_suite`
+    once the run has opened the bundle)."""
     if not source.is_dir() and source.suffix != ".py":  # a tar (intake says if it is not)
-        if source.is_file():
-            _same_suite(source, suite, source)
         yield source
         return
     if not source.exists():
@@ -59,7 +57,6 @@ def packed(source: Path, *, problems: tuple[str, ...], suite: str | None) -> Ite
     try:
         if source.is_dir():
             create_bundle(source, work / "bundle.tar")
-            _same_suite(work / "bundle.tar", suite, source)
             yield work / "bundle.tar"
             return
         if len(problems) != 1 or suite is None:

@@ -31,7 +31,7 @@ from grader.images import ensure, problem_plan
 from grader.model.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
 from grader.round.store import RoundDir
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import DockerEngine, get_engine
 from grader.sandbox.runtimes import runtime_for
 from grader.suite.load import Suite
 
@@ -78,7 +78,7 @@ def make_commitment(rd: RoundDir, *, suite: Suite, suite_ref: SuiteRef, settings
         raise UsageError(f"{rd.root} holds a commitment already ({rd.commitment_file})",
                          hint="grade the round there, or remove the folder to commit anew")
     secret = run.secret or secrets.token_bytes(32)
-    images = round_images(DockerEngine(), run, suite, progress)
+    images = round_images(get_engine(), run, suite, progress)
     c = Commitment(created_at=datetime.now(UTC), grader_version=__version__, suite=suite_ref,
                    settings=settings, seed_commitment=commitment(secret), images=images)
     return c, write_commitment(rd, c, secret)

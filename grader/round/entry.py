@@ -9,16 +9,14 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.detect.detector import Detector
-from grader.detect.policy import load_policy
 from grader.errors import GraderError, ProblemError, UsageError
 from grader.grading.checkpoint import CHECKPOINT_DIR
 from grader.grading.config import RunConfig
-from grader.grading.grader import Grader, Progress
+from grader.grading.factory import build_grader
+from grader.grading.grader import Progress
 from grader.model.results import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache
-from grader.sandbox.docker_engine import DockerEngine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,9 +60,7 @@ def grade_entry(name: str, req: RunConfig, cache_root: Path | None, progress: Pr
 def run_grader(cfg: RunConfig, cache: ReferenceCache | None, progress: Progress) -> Report:
     """`grader run`'s grading of `cfg.bundle` (its checkpoint in `cfg.out_dir`), with the
     round's references when `cache` is given; the report, written nowhere."""
-    policy = load_policy(cfg.policy)
-    cfg = replace(cfg, policy=policy.name)
-    grader = Grader(cfg, DockerEngine(), Detector(policy=policy), progress)
+    grader = build_grader(cfg, progress)
     grader.references = cache
     return grader.run()
 

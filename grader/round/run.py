@@ -46,9 +46,9 @@ from grader.round.render import RENDERERS
 from grader.round.request import RoundRequest, entry_request, record, suite_digest
 from grader.round.store import RoundDir
 from grader.round.suite import round_suite
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import get_engine
 from grader.sandbox.runtimes import runtime_for
-from grader.suite.load import Suite
+from grader.suite.load import Suite, check_problems
 from grader.verdicts import Verdict
 
 
@@ -63,9 +63,7 @@ def _suite(req: RoundRequest, rd: RoundDir) -> tuple[RoundRequest, Suite]:
     """The round's suite (round/suite.py), recorded in its folder; the request whose entries
     find that suite, by its id, before any other of the same id."""
     suite = round_suite(rd, req.suite, req.run.suite_roots, req.paths)
-    unknown = sorted(set(req.run.problems) - set(suite.problems))
-    if unknown:
-        raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}")
+    check_problems(suite, req.run.problems)
     home = suite.directory.resolve()
     run = replace(req.run, suite_roots=(home.parent, *req.run.suite_roots))
     return replace(req, suite=str(home), run=run), suite
@@ -84,7 +82,7 @@ def check_commitment(req: RoundRequest, rd: RoundDir, suite: Suite, ref: SuiteRe
     committed = rd.load_commitment()
     if committed is None:
         return None
-    images = round_images(DockerEngine(), req.run, suite, progress)
+    images = round_images(get_engine(), req.run, suite, progress)
     diffs = differences(committed, suite=ref, settings=settings_of(req), secret=secret,
                         images=images)
     if diffs:

@@ -18,16 +18,21 @@ from pathlib import Path
 from grader.formats.problem import Problem
 from grader.harness.protocol import (
     BOOT,
+    BUDGET_S,
     DEVICE_ENV,
     ENTRY,
     IN,
     JOB_FILE,
     KERNEL_FILE,
+    L2_FLUSH_BYTES,
     LOG_BYTES_ENV,
+    MAX_SAMPLES,
+    MIN_SAMPLES,
     OUT,
     PROBLEM,
     RECIPE_DIR,
     RECIPE_FILE,
+    RSE_TARGET,
     STACK_SIGNAL,
     STANDBY_ENV,
     STDOUT_BYTES,
@@ -44,12 +49,12 @@ from grader.sandbox.spec import Bind, ContainerSpec, GpuAccess, Limits, Role
 class TimingKnobs:
     # Timed calls per shape: at least min_samples (unless the budget ends the loop first), at
     # most max_samples, each on inputs of its own (model/timed.py plans them).
-    min_samples: int = 10
-    max_samples: int = 500
+    min_samples: int = MIN_SAMPLES
+    max_samples: int = MAX_SAMPLES
     # The least L2 flush; the harness writes twice the device's own L2 where that is larger.
-    l2_flush_bytes: int = 256 << 20
-    rse_target: float = 0.01
-    budget_s: float = 5.0
+    l2_flush_bytes: int = L2_FLUSH_BYTES
+    rse_target: float = RSE_TARGET
+    budget_s: float = BUDGET_S
     # The reference is timed only for the report's speed-up column: a shorter budget. Slow
     # references spent it whole (attention_prefill's: 24 s of a 61 s problem on the H200,
     # 2026-12-01).

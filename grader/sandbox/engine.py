@@ -3,9 +3,10 @@ backend-neutral spec (spec.py) and watch, hold, stop and remove it; look up, bui
 images; remove what a session left.
 
 `DockerEngine` (docker_engine.py, the only module that imports `docker`) is the engine the
-grader runs on; the run layer (grader/run/, grader/images.py) types against these protocols
-only, so that its logic is unit-tested with an engine that plays containers without Docker
-(tests/unit/fake_engine.py), beside the integration tests on the real one.
+grader runs on, made by `docker_engine.get_engine()` alone; the run layer (grader/run/,
+grader/images.py) types against these protocols only, so that its logic is unit-tested with
+an engine that plays containers without Docker (tests/unit/fake_engine.py), beside the
+integration tests on the real one.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.errors import ProblemError
+from grader.errors import ProblemError, UsageError
 from grader.formats._base import load_toml
 from grader.formats.problem import Problem, SuiteFile, SuiteInfo, Weights
 
@@ -106,3 +108,16 @@ def find_suite(name_or_path: str, roots: list[Path]) -> Suite:
     raise ProblemError(f"suite {name_or_path!r} not found",
                        hint=f"looked in {', '.join(str(r) for r in roots)}; pass --suites DIR "
                        "(a folder of suites, or the suite's own) or set GRADER_SUITES")
+
+
+def check_problems(suite: Suite, problems: Iterable[str]) -> None:
+    """Refuse a --problem naming no problem of `suite` (the first in name order), saying which
+    it has, the nearest first (issue 34: the refusal had no hint). The one check for run,
+    suite check and round (issue 33: written three times with one message)."""
+    unknown = sorted(set(problems) - set(suite.problems))
+    if not unknown:
+        return
+    near = difflib.get_close_matches(unknown[0], list(suite.problems), n=1)
+    raise UsageError(f"--problem {unknown[0]!r} is not in suite {suite.id}",
+                     hint=(f"did you mean {near[0]!r}? " if near else "")
+                     + f"suite {suite.id} has {', '.join(suite.problems)}")

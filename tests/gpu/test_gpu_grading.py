@@ -72,11 +72,11 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
             assert s.trace is not None
             assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
     from grader.grading.grader import worker_setup
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
 
     cfg = RunConfig(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
                     cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable)
-    sb = worker_setup(cfg, DockerEngine(), "inspect")
+    sb = worker_setup(cfg, get_engine(), "inspect")
     # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
     assert sb.gpu is not None
     assert bool(sb.extra_binds) == (sb.gpu.mode == "devices")
@@ -100,12 +100,12 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     from grader.model.channel import read_frames
     from grader.model.runs import Case
     from grader.run.batch import Batch, Standby
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runtimes import RuntimeConfig, runtime_for
     from grader.sandbox.spec import Limits
     from grader.suite.load import load_suite
 
-    engine = DockerEngine()
+    engine = get_engine()
     cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
                     runtime="host", python=sys.executable)
     sb = worker_setup(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")

@@ -16,7 +16,7 @@ import pytest
 
 from grader.cli.selftest import Target, grade_case
 from grader.paths import REPO
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import get_engine
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 GPU = Target(device="cuda", runtime="host", python=sys.executable)
@@ -42,7 +42,7 @@ def _cases() -> list[object]:
 
 @pytest.mark.parametrize("case", _cases())
 def test_honest_public_case(case: Path, tmp_path: Path) -> None:
-    result = grade_case(DockerEngine(), case, tmp_path, GPU)
+    result = grade_case(get_engine(), case, tmp_path, GPU)
     assert result.got == result.expected, (result.got, [
         (s.id, s.verdict, s.detail, [f"{f.rule} {f.severity}" for f in s.findings])
         for p in result.report.problems for s in p.shapes],

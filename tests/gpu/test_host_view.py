@@ -17,7 +17,7 @@ import pytest
 
 from grader.cli.selftest import Target, grade_case
 from grader.paths import REPO
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import get_engine
 from grader.sandbox.gpus import gpu_mode, gpu_nodes
 from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
 from grader.sandbox.runtimes import RuntimeConfig, runtime_for
@@ -65,7 +65,7 @@ def _toolkit_file(path: str) -> bool:
 
 
 def test_a_gpu_container_shows_only_the_runtime_and_runs_triton() -> None:
-    engine = DockerEngine()
+    engine = get_engine()
     host = runtime_for(RuntimeConfig(kind="host", python=sys.executable))
     skeleton = host.ensure_image(engine).tag
     rt = resolve(sys.executable, gpu=True)
@@ -104,7 +104,7 @@ def test_a_gpu_container_shows_only_the_runtime_and_runs_triton() -> None:
 
 
 def test_the_hostile_view_probe_sees_the_runtime_alone(tmp_path: Path) -> None:
-    engine = DockerEngine()
+    engine = get_engine()
     case = REPO / "tests" / "cases" / "hostile_gpu" / "host_view_probe"
     result = grade_case(engine, case, tmp_path,
                         Target(device="cuda", runtime="host", python=sys.executable))

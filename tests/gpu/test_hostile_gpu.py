@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli.selftest import CaseResult, Target, case_dirs, grade_case
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import get_engine
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 GPU = Target(device="cuda", runtime="host", python=sys.executable)
@@ -26,7 +26,7 @@ _graded: dict[Path, CaseResult] = {}
 
 def _grade(case: Path, tmp_path: Path) -> CaseResult:
     if case not in _graded:
-        _graded[case] = grade_case(DockerEngine(), case, tmp_path / case.name, GPU)
+        _graded[case] = grade_case(get_engine(), case, tmp_path / case.name, GPU)
     return _graded[case]
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from grader.cli.selftest import CaseResult, grade_case
 from grader.paths import REPO
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import DockerEngine, get_engine
 
 # GRADER_TEST_CASE_WORKERS=1 grades one case at a time, never beside another test.
 WORKERS = int(os.environ.get("GRADER_TEST_CASE_WORKERS", "2"))
@@ -72,7 +72,7 @@ def _start(environ: dict[str, str]) -> None:
 
 @cache
 def _engine() -> DockerEngine:
-    return DockerEngine()
+    return get_engine()
 
 
 def _grade(case: str) -> CaseResult:

@@ -53,9 +53,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def engine():  # type: ignore[no-untyped-def]
-    from grader.sandbox.docker_engine import DockerEngine
+    from grader.sandbox.docker_engine import get_engine
 
-    return DockerEngine()
+    return get_engine()
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ from grader.grading.worker import Worker
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
 from grader.paths import REPO
-from grader.sandbox.docker_engine import DockerEngine
+from grader.sandbox.docker_engine import DockerEngine, get_engine
 from grader.verdicts import Verdict
 
 pytestmark = pytest.mark.docker
@@ -194,7 +194,7 @@ def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,
     first is kept, and --resume (engine back) grades only the rest. (Containers started one
     batch ahead would shift the count of starts: test_start_ahead.py has that case.)"""
     cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="off")
-    flaky = DockerEngine()
+    flaky = get_engine()
     real_run = ContainerCollection.run
     calls = [0]
 

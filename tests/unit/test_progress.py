@@ -147,8 +147,9 @@ def test_hours_in_clock() -> None:
 def test_grade_bundle_wires_progress_through_the_grading_loop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """runner.grade_bundle plans the suite's problems and hands a Progress to the Grader."""
-    from grader.grading import runner
+    from grader.grading import factory, runner
     from grader.grading.config import RunConfig
+    from grader.grading.grader import Grader
     from grader.intake.tools import create_bundle
     from grader.paths import REPO
 
@@ -156,15 +157,21 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
     create_bundle(REPO / "examples" / "triton", bundle)
     seen: list[Progress] = []
 
-    class FakeGrader:
-        secret = b"\x01" * 32
+    class FakeGrader(Grader):
+        """The Grader's work folder and opening of the bundle, no engine, no containers."""
 
         def __init__(self, cfg: object, engine: object, detector: object,
                      progress: Progress) -> None:
-            self.progress = progress
+            super().__init__(cfg, engine, detector, progress)  # type: ignore[arg-type]
             seen.append(progress)
 
-        def run(self) -> SimpleNamespace:
+        def reap_dead(self) -> None:
+            pass
+
+        def reap(self) -> None:
+            pass
+
+        def grade(self, sub: object, suite: object) -> SimpleNamespace:  # type: ignore[override]
             for msg in MESSAGES:
                 self.progress(msg)
             summary = SimpleNamespace(verdicts={}, shapes=0, problems=3, correctness_rate=1.0,
@@ -172,8 +179,8 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
             return SimpleNamespace(summary=summary, problems=[],
                                    submission=SimpleNamespace(name="n", dsl="triton"))
 
-    monkeypatch.setattr(runner, "Grader", FakeGrader)
-    monkeypatch.setattr(runner, "DockerEngine", lambda: None)
+    monkeypatch.setattr(factory, "Grader", FakeGrader)
+    monkeypatch.setattr(factory, "get_engine", lambda: None)
     monkeypatch.setattr(runner, "write_reports",
                         lambda rep, out, fmts, public=False: out.mkdir() or {})
     out = io.StringIO()

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ProblemError, UsageError
+from grader.grading import factory
 from grader.grading.checkpoint import commitment
 from grader.grading.config import RunConfig
+from grader.grading.grader import Grader
+from grader.grading.runner import grade_bundle
 from grader.intake.packing import packed
 from grader.intake.tools import create_bundle
 from grader.paths import PROBLEM_BUNDLES, REPO
@@ -74,15 +77,20 @@ def test_a_suite_not_found_names_both_ways_to_point_at_it() -> None:
 
 
 def test_a_bundle_with_a_suite_folder_is_checked_against_the_suite_it_names(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = _own_suite(tmp_path)
     bundle = tmp_path / "mine.tar"
     create_bundle(_submission(tmp_path, "mine"), bundle)
     with packed(bundle, problems=(), suite=str(home)) as got:  # `grader run B --suite DIR`
         assert got == bundle
-    with pytest.raises(UsageError, match="a submission for suite 'demo', not 'mine'"), \
-            packed(EXAMPLE, problems=(), suite=str(home)):
-        pass
+    # `grader run FOLDER --suite DIR`: checked on the bundle the run opens, before grading
+    # (no engine: the refusal comes before any container).
+    monkeypatch.setattr(factory, "get_engine", object)
+    monkeypatch.setattr(Grader, "reap_dead", lambda self: None)
+    monkeypatch.setattr(Grader, "reap", lambda self: None)
+    with pytest.raises(UsageError, match="a submission for suite 'demo', not 'mine'"):
+        grade_bundle(RunConfig(bundle=EXAMPLE, out_dir=tmp_path / "out", suite=str(home),
+                               quiet=True))
 
 
 def test_a_round_finds_its_suite_from_its_entries_or_from_what_it_recorded(

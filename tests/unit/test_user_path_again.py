@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_user_path_run import _report  # the report of issue 23's tests, as they build it
 
 from grader.errors import EXIT_CODES
@@ -159,10 +160,12 @@ def test_a_timeout_shows_where_the_entry_was() -> None:
 
 
 def test_an_unknown_problem_has_a_hint() -> None:
-    from grader.grading.grader import unknown_problem
-    from grader.suite.load import load_suite
+    from grader.errors import UsageError
+    from grader.suite.load import check_problems, load_suite
 
-    err = unknown_problem("vector_ad", load_suite(PROBLEM_BUNDLES / "demo"))
+    with pytest.raises(UsageError) as raised:
+        check_problems(load_suite(PROBLEM_BUNDLES / "demo"), ("vector_ad", "vector_add"))
+    err = raised.value
     assert err.exit_code == EXIT_CODES["UsageError"]
     assert str(err) == ("--problem 'vector_ad' is not in suite demo\n  hint: did you mean "
                         "'vector_add'? suite demo has vector_add, rmsnorm, matmul")
