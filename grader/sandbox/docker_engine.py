@@ -112,11 +112,9 @@ def to_create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
 
 
 def get_engine() -> DockerEngine:
-    """The engine the grader runs on, connected from the environment (DOCKER_HOST or the
-    local socket) and answering; DockerUnavailable when none does. The one place an engine
-    is made (issue 33: `DockerEngine()` was written in twelve), as repo2docker's
-    `get_engine()`; there is one backend, so none is chosen by name. Tests hand the grading
-    their own engine instead (tests/unit/fake_engine.py)."""
+    """The engine the grader runs on, from the environment (DOCKER_HOST or the local socket),
+    answering, else DockerUnavailable: the one place an engine is made (issue 33: twelve
+    before), as repo2docker's get_engine (one backend here, so no name to choose by)."""
     try:
         client = docker.from_env(timeout=600)
         client.ping()
