@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 from grader import __version__
-from grader.cli.options import formats_option, gpu_list, suites_option
+from grader.cli.options import (
+    formats_option,
+    gpu_list,
+    grading_options,
+    settings_options,
+    suites_option,
+    with_options,
+)
 from grader.errors import GraderError
 from grader.grading.progress import LOG_FORMATS
 from grader.report.render import FORMATS
@@ -67,18 +74,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
               help="Keep -o/.checkpoint after a run that completed (it goes by default; it "
               "stays after a failure, and while a problem is infra_error, for --resume).")
 @suites_option
-@click.option("--policy", default="triton", show_default=True, help="Policy name or file.")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="cpu: Triton's interpreter (no timing claims); cuda: a GPU.")
-@click.option("--shapes", type=click.Choice(["auto", "all", "smoke", "scored"]), default="auto",
-              show_default=True,
-              help="Which shapes to grade; auto: smoke shapes on --device cpu, all on cuda.")
-@click.option("--problem", "problems", multiple=True, help="Grade only these problems.")
-@click.option("--seeds", type=click.IntRange(1, 32), default=None,
-              help="Input sets per shape (default: the suite's).")
-@click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
-              help="Wall-clock limit of each entry container, seconds, counted once its "
-              "harness is set up (not the container's start nor `import torch`).")
+@with_options(settings_options)
 @click.option("--format", "formats", default="json,html", show_default=True, callback=lambda c,
               p, v: formats_option(v), help=f"Comma-separated, of: {', '.join(FORMATS)}.")
 @click.option("--public", is_flag=True,
@@ -100,14 +96,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @click.option("--resume", is_flag=True,
               help="Finish the interrupted run checkpointed in -o: the same bundle and options; "
               "problems already graded are kept, infra errors are graded again.")
-@click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
-              show_default=True, help="cpu: the debootstrap image; cuda: FROM --cuda-base; "
-              "host: the host's own Python, torch and triton, and only them, bound read-only "
-              "(air-gapped GPU hosts; `grader doctor` lists the binds).")
-@click.option("--python", default=None, help="Interpreter in the container (cuda, host).")
-@click.option("--cuda-base", default=None, help="Base image of the CUDA runtime.")
-@click.option("--hardware", default="auto", show_default=True,
-              help="Hardware profile for the roofline; auto: matched to the GPU's name.")
 @click.option("--gpu", "gpus", type=click.IntRange(0, 63), multiple=True, default=[0],
               show_default=True, help="GPU to grade on; repeat for one worker per GPU.")
 @click.option("--gpus", "gpu_list", callback=gpu_list, default=None, metavar="N,N,...",
@@ -146,20 +134,22 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         keywords: tuple[str, ...], rerun_failed: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
-    from grader.grading.config import RunConfig
+    from grader.grading.config import Presentation, RunOptions, Scheduling
     from grader.grading.runner import failed_summary, grade_bundle
 
-    try:  # RunConfig refuses options that contradict each other (a UsageError)
-        cfg = RunConfig(
-            bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, policy=policy,
-            device=device, shapes=shapes, problems=problems, seeds=seeds, timeout=timeout,
-            formats=formats, public=public, fail_on=_gate(fail_on, require),
-            keywords=keywords, seed_secret=seed_secret,
-            quiet=quiet, log_format=log_format, runtime=runtime, python=python,
-            cuda_base=cuda_base, gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
-            hardware=hardware, resume=resume, overlap=not sequential, start_ahead=start_ahead,
-            ahead_depth=ahead_depth, suite=suite, force=force, keep_checkpoint=keep_checkpoint,
-            json=as_json, practice=practice)
+    try:  # each stage refuses options that contradict each other (a UsageError)
+        scheduling = Scheduling(gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
+                                overlap=not sequential, start_ahead=start_ahead,
+                                ahead_depth=ahead_depth)
+        grading = grading_options(
+            bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, seed_secret=seed_secret,
+            policy=policy, device=device, runtime=runtime, python=python, cuda_base=cuda_base,
+            hardware=hardware, shapes=shapes, problems=problems, seeds=seeds, timeout=timeout,
+            scheduling=scheduling, resume=resume, keywords=keywords)
+        show = Presentation(formats=formats, public=public, fail_on=_gate(fail_on, require),
+                            quiet=quiet, log_format=log_format, json=as_json,
+                            practice=practice, force=force, keep_checkpoint=keep_checkpoint)
+        cfg = RunOptions(grading=grading, presentation=show, suite=suite)
     except GraderError as exc:
         if as_json:  # one summary object on stdout, also when the run fails
             click.echo(failed_summary(exc, practice=practice))

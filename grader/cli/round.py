@@ -3,13 +3,12 @@ check a finished round (`grader round verify ROUND_DIR`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from grader.cli.options import suites_option
+from grader.cli.options import settings_options, suites_option, with_options
 from grader.grading.progress import LOG_FORMATS
 
 if TYPE_CHECKING:
@@ -44,20 +43,7 @@ _SHARED = [  # the options of `grade` that `commit` commits to (and a round must
     click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), required=True,
                  help="The round folder (docs/rounds.md lists what it holds)."),
     suites_option,
-    click.option("--policy", default="triton", show_default=True),
-    click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu",
-                 show_default=True),
-    click.option("--runtime", type=click.Choice(["cpu", "cuda", "host"]), default="cpu",
-                 show_default=True),
-    click.option("--python", default=None, help="Interpreter in the container (cuda, host)."),
-    click.option("--cuda-base", default=None, help="Base image of the CUDA runtime."),
-    click.option("--hardware", default="auto", show_default=True),
-    click.option("--shapes", type=click.Choice(["auto", "all", "smoke", "scored"]),
-                 default="auto", show_default=True),
-    click.option("--problem", "problems", multiple=True, help="Grade only these problems."),
-    click.option("--seeds", type=click.IntRange(1, 32), default=None),
-    click.option("--timeout", type=click.FloatRange(1, 7200), default=None,
-                 help="Wall-clock limit of each entry container, seconds."),
+    *settings_options,
     click.option("--seed-secret", default=None, help="Hex secret (default: a fresh one; "
                  "a committed round's is its seed.secret)."),
     click.option("--gpus", default="0", show_default=True, metavar="N,N,...",
@@ -72,38 +58,27 @@ _SHARED = [  # the options of `grade` that `commit` commits to (and a round must
 ]
 
 
-def _shared(f: Callable[..., None]) -> Callable[..., None]:
-    for option in reversed(_SHARED):
-        f = option(f)
-    return f
-
-
 def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | None = None,
-             formats: str = "json", suite: str | None, out_dir: Path, suite_roots: tuple[Path, ...],
-             policy: str, device: str, runtime: str, python: str | None,
-             cuda_base: str | None, hardware: str, shapes: str, problems: tuple[str, ...],
-             seeds: int | None, timeout: float | None, seed_secret: str | None, gpus: str,
-             jobs: int, no_shared_references: bool, start_ahead: str = "auto",
-             ahead_depth: int = 2, **_: object) -> RoundRequest:
-    from grader.cli.options import formats_option, gpu_list
-    from grader.grading.config import RunConfig
+             formats: str = "json", suite: str | None, out_dir: Path, gpus: str, jobs: int,
+             no_shared_references: bool, start_ahead: str = "auto", ahead_depth: int = 2,
+             quiet: bool = False, log_format: str = "human", **grading: Any) -> RoundRequest:
+    from grader.cli.options import formats_option, gpu_list, grading_options
+    from grader.grading.config import Scheduling
     from grader.round.request import RoundRequest
 
     gpus_ = gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
-    # RunConfig checks the options (--seed-secret, --device cuda --runtime cpu) as it is made.
-    run = RunConfig(bundle=Path("-"), out_dir=out_dir, suite_roots=suite_roots, policy=policy,
-                    device=device, shapes=shapes, problems=problems, seeds=seeds,
-                    timeout=timeout, seed_secret=seed_secret, runtime=runtime, python=python,
-                    cuda_base=cuda_base, hardware=hardware, gpus=gpus_, jobs=jobs,
-                    start_ahead=start_ahead, ahead_depth=ahead_depth, quiet=True)
+    scheduling = Scheduling(gpus=gpus_, jobs=jobs, start_ahead=start_ahead,
+                            ahead_depth=ahead_depth, ray=ray)
+    # Every entry's grading: its bundle and output folder are set per entry (round/request.py).
+    run = grading_options(bundle=Path("-"), out_dir=out_dir, scheduling=scheduling, **grading)
     return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
-                        shared_references=not no_shared_references, ray=ray,
+                        shared_references=not no_shared_references,
                         formats=formats_option(formats))
 
 
 @round_.command("grade")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@_shared
+@with_options(_SHARED)
 @click.option("--resume", is_flag=True, help="Finish the round in -o (its own entries; the "
               "graded ones are kept, infra errors graded again).")
 @click.option("--format", "formats", default="json,html", show_default=True,
@@ -150,7 +125,7 @@ def board_lines(board: Board) -> list[str]:
 
 
 @round_.command("commit")
-@_shared
+@with_options(_SHARED)
 def commit(quiet: bool, log_format: str, **options: Any) -> None:
     """Before a round: draw its secret (-o/seed.secret, private until the round ends) and
     write -o/commitment.json, to publish: the secret's sha256, the suite's content hash, the

@@ -10,8 +10,9 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.grading.factory import build_grader
+from grader.grading.settings import GradingSettings
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
 from grader.paths import REPO
@@ -56,10 +57,12 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path,
     source = REPO / spec["source"] if "source" in spec else case / "submission"
     bundle = workdir / "bundle.tar"
     create_bundle(source, bundle)
-    cfg = RunConfig(bundle=bundle, out_dir=workdir / "out", shapes=spec.get("shapes", "smoke"),
-                    problems=tuple(spec.get("problems", ())), seeds=2,
-                    timeout=float(spec.get("timeout_s", 120)),
-                    device=target.device, runtime=target.runtime, python=target.python)
+    settings = GradingSettings.model_validate({
+        "shapes": spec.get("shapes", "smoke"), "problems": tuple(spec.get("problems", ())),
+        "seeds_per_shape": 2, "timeout_s": float(spec.get("timeout_s", 120)),
+        "device": target.device, "runtime": target.runtime})
+    cfg = GradingOptions(bundle=bundle, out_dir=workdir / "out", settings=settings,
+                         python=target.python)
     if target.device == "cpu":  # on a GPU, a CUDA context needs the larger defaults
         cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits,
                                                      memory_bytes=2 << 30))

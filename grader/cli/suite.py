@@ -62,8 +62,9 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     own tolerance), evaluate the roofline expressions, build the release kit. Exit 21 when a
     reference is at fault (reference_error), 20 for an expression or the kit, 30 when only
     the machinery failed."""
-    from grader.grading.config import RunConfig
+    from grader.grading.config import GradingOptions
     from grader.grading.factory import reference_sandbox
+    from grader.grading.settings import GradingSettings
     from grader.organiser.check import Runner, check_suite
     from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runtimes import runtime_for
@@ -72,8 +73,8 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
 
     found = find_suite(suite_name, list(roots(suite_roots)))
     check_problems(found, problems)
-    cfg = RunConfig(bundle=Path("-"), out_dir=Path("."), device=device, runtime=runtime,
-                    python=python)
+    settings = GradingSettings.model_validate({"device": device, "runtime": runtime})
+    cfg = GradingOptions(bundle=Path("-"), out_dir=Path("."), settings=settings, python=python)
     limits = cfg.reference_limits
     if timeout is not None:
         limits = replace(limits, wall_s=timeout)

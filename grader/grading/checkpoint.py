@@ -20,13 +20,14 @@ import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from grader.errors import InfraError, UsageError
 from grader.files import atomic_write
+from grader.grading.settings import GradingSettings
 from grader.model.results import ProblemResult
 from grader.verdicts import Verdict
 
@@ -52,23 +53,36 @@ def commitment(secret: bytes) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class RunKey:
-    """Everything a problem's result depends on, besides the seed secret."""
+    """Everything a problem's result depends on, besides the seed secret: the grader, the
+    bundle, the suite, and the grading settings as applied to that suite (settings.py; those
+    a checkpoint is keyed on, CHECKPOINTED). run.json keeps them as one flat object, under the
+    names it has always had."""
 
     grader_version: str
     bundle_sha256: str
     suite: str
     suite_version: str
-    policy: str
-    device: str
-    hardware: str
-    runtime: str
-    shapes: str
-    seeds_per_shape: int
+    settings: GradingSettings
+
+    def to_json(self) -> dict[str, object]:
+        return {"grader_version": self.grader_version, "bundle_sha256": self.bundle_sha256,
+                "suite": self.suite, "suite_version": self.suite_version,
+                **self.settings.checkpointed()}
+
+    @classmethod
+    def from_json(cls, saved: dict[str, object]) -> RunKey:
+        """The key a run.json holds; KeyError, TypeError or ValueError when it holds none."""
+        if not isinstance(saved, dict):
+            raise TypeError(f"the key is {type(saved).__name__}, not an object")
+        rest = dict(saved)
+        ids = {k: str(rest.pop(k)) for k in ("grader_version", "bundle_sha256", "suite",
+                                             "suite_version")}
+        return cls(**ids, settings=GradingSettings.from_checkpoint(rest))
 
     def differences(self, now: RunKey) -> list[str]:
-        return [f"{f.name}: {getattr(self, f.name)!r} in the checkpoint, "
-                f"{getattr(now, f.name)!r} now"
-                for f in fields(self) if getattr(self, f.name) != getattr(now, f.name)]
+        was, new = self.to_json(), now.to_json()
+        return [f"{k}: {was[k]!r} in the checkpoint, {new[k]!r} now"
+                for k in was if was[k] != new[k]]
 
 
 def _no_constants(name: str) -> object:
@@ -120,7 +134,7 @@ class Checkpoint:
             self.problems_dir.mkdir(parents=True)
             atomic_write(self.secret_file, secret.hex() + "\n", mode=0o600)
             atomic_write(self.run_file, json.dumps(
-                {"format": FORMAT, "key": asdict(key), "seed_commitment": commitment(secret)},
+                {"format": FORMAT, "key": key.to_json(), "seed_commitment": commitment(secret)},
                 indent=1) + "\n")
 
     def save(self, done: Finished) -> None:
@@ -134,7 +148,7 @@ class Checkpoint:
             saved = json.loads(self.run_file.read_text(encoding="utf-8"))
             if saved.get("format") != FORMAT:
                 raise ValueError(f"format {saved.get('format')!r}")
-            was = RunKey(**saved["key"])
+            was = RunKey.from_json(saved["key"])
             committed = str(saved["seed_commitment"])
         except FileNotFoundError:
             raise UsageError(f"--resume: no checkpoint in {self.out_dir}",

@@ -14,24 +14,24 @@ from dataclasses import replace
 
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.grading.grader import Grader, Progress, worker_setup
 from grader.run.jobs import WorkerSetup
 from grader.sandbox.docker_engine import get_engine
 from grader.sandbox.engine import ContainerEngine
 
 
-def build_grader(cfg: RunConfig, progress: Progress, *,
+def build_grader(cfg: GradingOptions, progress: Progress, *,
                  engine: ContainerEngine | None = None) -> Grader:
     """The Grader of `cfg`: its policy loaded (UsageError when none has that name) and named in
     the config as the policy calls itself (the report's and the checkpoint's name), its
     detector, and `engine` (None: the engine of this host, DockerUnavailable without one)."""
-    policy = load_policy(cfg.policy)
-    return Grader(replace(cfg, policy=policy.name), engine or get_engine(),
-                  Detector(policy=policy), progress)
+    policy = load_policy(cfg.settings.policy)
+    return Grader(replace(cfg, settings=cfg.settings.but(policy=policy.name)),
+                  engine or get_engine(), Detector(policy=policy), progress)
 
 
-def reference_sandbox(cfg: RunConfig, engine: ContainerEngine, session: str) -> WorkerSetup:
+def reference_sandbox(cfg: GradingOptions, engine: ContainerEngine, session: str) -> WorkerSetup:
     """What a suite's reference runs in outside a grading (suite check): the sandbox of a
     grading's first worker, with no timing (nothing is timed there)."""
     return replace(worker_setup(cfg, engine, session), timing=None)

@@ -20,15 +20,15 @@ from grader import __version__
 from grader.detect.detector import Detector
 from grader.errors import ExposedHostPath, InfraError, UsageError
 from grader.grading.checkpoint import Checkpoint, Finished, RunKey, host_fs
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
+from grader.grading.selection import shapes_graded
+from grader.grading.settings import GradingSettings
 from grader.grading.worker import (
     GradingContext,
     References,
     Worker,
     derive_module_seed,
     derive_seed,
-    select_shapes,
-    start_ahead,
 )
 from grader.intake.bundle import Submission, open_bundle
 from grader.model.results import (
@@ -55,7 +55,6 @@ __all__ = [
     "Grader",
     "derive_module_seed",
     "derive_seed",
-    "select_shapes",
     "summarize",
     "worker_setup",
 ]
@@ -81,20 +80,12 @@ def summarize(problems: list[ProblemResult],
                    shapes_graded=graded[0], ungraded_shapes=graded[1])
 
 
-def shapes_graded(todo: list[ProblemBundle], cfg: RunConfig) -> tuple[ShapesGraded, int]:
-    """Which shapes of the problems in `todo` this run grades, and how many it leaves out."""
-    chosen = [select_shapes(b, cfg) for b in todo]
-    left = sum(len(b.problem.shapes) for b in todo) - sum(len(c) for c in chosen)
-    smoke = {s.smoke for c in chosen for s in c}
-    return ("all" if not left else "smoke" if smoke <= {True} else "scored"), left
-
-
-def worker_setup(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_index: int = 0
+def worker_setup(cfg: GradingOptions, engine: ContainerEngine, session: str, gpu_index: int = 0
                  ) -> WorkerSetup:
     """What every container of one worker shares: interpreter, GPU, host binds, timing (the
     interpreter, binds and environment are the runtime's: sandbox/runtimes.py)."""
     runtime = runtime_for(cfg.runtime_config)
-    if cfg.device == "cpu":
+    if cfg.settings.device == "cpu":
         side = runtime.container(None)
         return WorkerSetup(engine=engine, session=session, python=side.python, device="cpu",
                            extra_binds=side.binds, extra_env=side.env)
@@ -111,7 +102,7 @@ def worker_setup(cfg: RunConfig, engine: ContainerEngine, session: str, gpu_inde
                        timing=TimingKnobs())
 
 
-def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> None:
+def check_host_binds(cfg: GradingOptions, suite: Suite, checkpoint: Checkpoint) -> None:
     """Refuse to start when a bind of the runtime would show the entry what it must not see
     (issue 18, --runtime host: with a copy of the suites under /opt, an entry printed a hidden
     table)."""
@@ -123,7 +114,7 @@ def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> No
                  ("the seed secret's file", checkpoint.secret_file, True),
                  # Inputs and the reference's expected outputs pass through folders made here.
                  ("the temporary folder", Path(tempfile.gettempdir()), False)]
-    found = runtime.exposures(protected, gpu=cfg.device == "cuda")
+    found = runtime.exposures(protected, gpu=cfg.settings.device == "cuda")
     if found:
         raise ExposedHostPath(
             f"--runtime {runtime.name} would let the entry read what it must not:\n    "
@@ -133,7 +124,7 @@ def check_host_binds(cfg: RunConfig, suite: Suite, checkpoint: Checkpoint) -> No
 
 
 class Grader:
-    def __init__(self, cfg: RunConfig, engine: ContainerEngine, detector: Detector,
+    def __init__(self, cfg: GradingOptions, engine: ContainerEngine, detector: Detector,
                  progress: Progress) -> None:
         self.cfg = cfg
         self.runtime = runtime_for(cfg.runtime_config)
@@ -151,9 +142,10 @@ class Grader:
 
     def hardware_name(self) -> str:
         """The configured profile, or on a GPU the one matching the device's name."""
-        if self.cfg.hardware != "auto":
-            return self.cfg.hardware
-        if self.cfg.device == "cpu":
+        settings = self.cfg.settings
+        if settings.hardware != "auto":
+            return settings.hardware
+        if settings.device == "cpu":
             return "cpu-interpreter"
         found = profile_for_device(self.device_name or "")
         if found is None:
@@ -164,7 +156,7 @@ class Grader:
     def workers(self) -> list[WorkerSetup]:
         """One sandbox per worker: per GPU on --device cuda (one entry per GPU at a time), else
         --jobs of them on the CPU. Each worker has its own engine client (threads)."""
-        slots = self.cfg.gpus if self.cfg.device == "cuda" else tuple(range(self.cfg.jobs))
+        slots = self.cfg.scheduling.slots(self.cfg.settings.device)
         return [worker_setup(self.cfg, self.engine if i == 0 else self.engine.clone(),
                              self.session, gpu_index=slot) for i, slot in enumerate(slots)]
 
@@ -172,9 +164,7 @@ class Grader:
         """Start this run's checkpoint, or with --resume check and load it (and its secret)."""
         cfg = self.cfg
         key = RunKey(grader_version=__version__, bundle_sha256=bundle_sha256, suite=suite.id,
-                     suite_version=suite.info.version, policy=cfg.policy, device=cfg.device,
-                     hardware=cfg.hardware, runtime=cfg.runtime, shapes=cfg.shape_selection,
-                     seeds_per_shape=cfg.seeds or suite.info.seeds_per_shape)
+                     suite_version=suite.info.version, settings=self.settings_for(suite))
         if not cfg.resume:
             self.checkpoint.start(key, self.secret)
             return {}
@@ -224,9 +214,13 @@ class Grader:
                 return self.abort is None
 
         sandboxes = self.workers()
-        depth = start_ahead(self.cfg, len(sandboxes))
-        ctx = GradingContext(cfg=self.cfg, detector=self.detector, progress=self.progress,
-                             secret=self.secret, references=self.references)
+        cfg = self.cfg
+        depth = cfg.scheduling.ahead(len(sandboxes))
+        ctx = GradingContext(settings=self.settings_for(suite), narrowing=cfg.narrowing,
+                             scheduling=cfg.scheduling, entry_limits=cfg.entry_limits,
+                             reference_limits=cfg.reference_limits, detector=self.detector,
+                             progress=self.progress, secret=self.secret,
+                             references=self.references)
         workers = [Worker(ctx, sb, suite, sub, runtime_tag, depth=depth) for sb in sandboxes]
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:
             for _ in pool.map(lambda w: w.run(claim, finished), workers):
@@ -273,20 +267,21 @@ class Grader:
         with host_fs("cannot unpack the bundle", hint=TMP_HINT):
             sub = open_bundle(self.cfg.bundle, work / "submission")
         suite = find_suite(sub.manifest.submission.suite, list(self.cfg.suite_roots))
-        check_problems(suite, self.cfg.problems)
+        check_problems(suite, self.cfg.settings.problems)
         return sub, suite
 
     def grade(self, sub: Submission, suite: Suite) -> Report:
         """Every problem of `suite` that the options pick, graded on `sub`; the scored report."""
         cfg = self.cfg
+        settings = cfg.settings
         check_host_binds(cfg, suite, self.checkpoint)
         done = self.open_checkpoint(suite, sub.sha256)
         self.progress("runtime image")
         runtime = self.runtime.ensure_image(self.engine)
         self.images["runtime"] = runtime.id
         todo = [b for pid, b in suite.problems.items()
-                if (not cfg.problems or pid in cfg.problems)
-                and cfg.picks_any(pid, [s.id for s in b.problem.shapes])]
+                if (not settings.problems or pid in settings.problems)
+                and cfg.narrowing.picks_any(pid, [s.id for s in b.problem.shapes])]
         t0 = time.monotonic()
         problems = self.grade_all(suite, todo, sub, runtime.tag, done)
         wall = time.monotonic() - t0
@@ -303,19 +298,24 @@ class Grader:
                                weights_version=suite.weights.version),
             environment=Environment(
                 grader_version=__version__, hardware=self.hardware_name(),
-                device="cpu (Triton interpreter)" if cfg.device == "cpu"
-                else f"{cfg.device}: {self.device_name or 'unknown GPU'}",
-                is_performance=cfg.device != "cpu", policy=cfg.policy,
+                device="cpu (Triton interpreter)" if settings.device == "cpu"
+                else f"{settings.device}: {self.device_name or 'unknown GPU'}",
+                is_performance=settings.device != "cpu", policy=settings.policy,
                 images=dict(self.images),
                 seed_commitment=hashlib.sha256(self.secret).hexdigest(),
                 docker=self.docker_version()),
             problems=problems,
-            summary=summarize(problems, shapes_graded(todo, cfg)),
+            summary=summarize(problems, shapes_graded(todo, settings, cfg.narrowing)),
             wall_s=wall,
         )
         report = score_report(report, suite, load_hardware(self.hardware_name()))
         graded = (report.summary.shapes_graded, report.summary.ungraded_shapes)
         return report.model_copy(update={"summary": summarize(report.problems, graded)})
+
+    def settings_for(self, suite: Suite) -> GradingSettings:
+        """The settings as this run applies them to `suite` (its seeds per shape unless
+        --seeds): what its checkpoint is keyed on and its workers grade under."""
+        return self.cfg.settings.for_suite(suite.info.seeds_per_shape)
 
     def docker_version(self) -> str:
         try:

@@ -11,7 +11,7 @@ import click
 from grader.errors import GraderError, ReferenceFailed, VerdictGate
 from grader.grading import outdir
 from grader.grading.checkpoint import host_fs
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, RunOptions
 from grader.grading.factory import build_grader
 from grader.grading.practice import practice_view
 from grader.grading.progress import Progress
@@ -42,9 +42,10 @@ def summary_line(rep: Report) -> str:
             f"{s.correctness_rate:.0%}, in {rep.submission.dsl} {s.dsl_adoption_rate:.0%}")
 
 
-def planned_problems(cfg: RunConfig, suite: Suite) -> list[str]:
+def planned_problems(cfg: GradingOptions, suite: Suite) -> list[str]:
     """The problems the run will grade, in order, for the progress counts and ETA."""
-    return [p for p in suite.problems if not cfg.problems or p in cfg.problems]
+    chosen = cfg.settings.problems
+    return [p for p in suite.problems if not chosen or p in chosen]
 
 
 def check_references(suite: Suite, problems: list[str]) -> None:
@@ -95,26 +96,27 @@ class Graded:
     error: GraderError | None  # ReferenceFailed or VerdictGate, raised once reported
 
 
-def grade_bundle(cfg: RunConfig, progress: Progress | None = None) -> Report:
-    """Grade `cfg.bundle`: a tar, or a folder or one kernel file packed on the fly. With
-    `cfg.json`, one summary object goes to stdout, also when the run fails."""
+def grade_bundle(opts: RunOptions, progress: Progress | None = None) -> Report:
+    """Grade `opts.grading.bundle`: a tar, or a folder or one kernel file packed on the fly.
+    With --json, one summary object goes to stdout, also when the run fails."""
+    g, show = opts.grading, opts.presentation
     # One kernel file: the texts name it as given, not the path the packing gives it.
-    shown_as = str(cfg.bundle) if cfg.bundle.suffix == ".py" else None
+    shown_as = str(g.bundle) if g.bundle.suffix == ".py" else None
     try:
-        with packed(cfg.bundle, problems=cfg.problems, suite=cfg.suite) as bundle:
-            graded = _grade(replace(cfg, bundle=bundle), progress, shown_as=shown_as,
-                            source=cfg.bundle)
+        with packed(g.bundle, problems=g.settings.problems, suite=opts.suite) as bundle:
+            graded = _grade(replace(opts, grading=replace(g, bundle=bundle)), progress,
+                            shown_as=shown_as, source=g.bundle)
     except GraderError as exc:
         # Nothing graded: md, html and junit say why, for a CI job's summary and test results
         # (a folder holding a report is left as it is).
-        for fmt, path in write_not_graded(ErrorInfo.of(exc), cfg.out_dir, cfg.formats).items():
+        for fmt, path in write_not_graded(ErrorInfo.of(exc), g.out_dir, show.formats).items():
             click.echo(f"{fmt}: {path} (not graded)", err=True)
-        if cfg.json:
-            click.echo(failed_summary(exc, practice=cfg.practice))
+        if show.json:
+            click.echo(failed_summary(exc, practice=show.practice))
         raise
-    if cfg.json:
+    if show.json:
         paths = {fmt: str(p) for fmt, p in graded.paths.items()}
-        click.echo(run_summary(graded.report, paths, graded.error, practice=cfg.practice)
+        click.echo(run_summary(graded.report, paths, graded.error, practice=show.practice)
                    .model_dump_json(indent=2))
     if graded.error is not None:
         raise graded.error
@@ -127,29 +129,30 @@ def failed_summary(exc: GraderError, *, practice: bool) -> str:
                       practice=practice).model_dump_json(indent=2)
 
 
-def _grade(cfg: RunConfig, progress: Progress | None, *, shown_as: str | None,
+def _grade(opts: RunOptions, progress: Progress | None, *, shown_as: str | None,
            source: Path) -> Graded:
-    """Grade `cfg.bundle` (packed from `source`), opened once in the run's work folder: the
-    suite's checks, the output folder's key and the grading all take that one opened
-    submission (issue 33)."""
+    """Grade `opts.grading.bundle` (packed from `source`), opened once in the run's work
+    folder: the suite's checks, the output folder's key and the grading all take that one
+    opened submission (issue 33)."""
+    cfg, show = opts.grading, opts.presentation
     if progress is None:
-        progress = Progress.for_cli(cfg.log_format, quiet=cfg.quiet)
+        progress = Progress.for_cli(show.log_format, quiet=show.quiet)
     grader = build_grader(cfg, progress)
     with grader.workspace() as work:
         sub, suite = grader.open(work)
-        same_suite(sub, cfg.suite, source)
+        same_suite(sub, opts.suite, source)
         check_references(suite, planned_problems(cfg, suite))
         _unknown_problems(sub, suite)
-        outdir.prepare(cfg.out_dir, sub.sha256, resume=cfg.resume, force=cfg.force)
+        outdir.prepare(cfg.out_dir, sub.sha256, resume=cfg.resume, force=show.force)
         if progress.mode != "off":
-            workers = len(cfg.gpus) if cfg.device == "cuda" else cfg.jobs
+            workers = len(cfg.scheduling.slots(cfg.settings.device))
             progress.plan(planned_problems(cfg, suite), workers=workers)
         try:
             rep = with_entry_paths(grader.grade(sub, suite), shown_as)
         except BaseException:
             progress.close()  # a live bar gives the terminal back before the error is shown
             raise
-    if cfg.practice:
+    if show.practice:
         rep = practice_view(rep, suite, load_hardware(rep.environment.hardware))
     progress.finish()
     # The secret behind the report's seed commitment (for the organiser, to reproduce inputs)
@@ -157,20 +160,20 @@ def _grade(cfg: RunConfig, progress: Progress | None, *, shown_as: str | None,
     with host_fs(f"cannot write the reports into {cfg.out_dir}",
                  hint="every graded problem is kept in the checkpoint: free space, then run "
                  "the same command with --resume to write the reports"):
-        paths = write_reports(rep, cfg.out_dir, list(cfg.formats), public=cfg.public)
-    click.echo(summary_line(rep), err=cfg.json)
+        paths = write_reports(rep, cfg.out_dir, list(show.formats), public=show.public)
+    click.echo(summary_line(rep), err=show.json)
     # What did not pass, where in the entry's file and why (issue 34: only report.json said).
-    lines = (diagnostics(rep) if cfg.practice
-             else failure_lines(public_view(rep) if cfg.public else rep))
+    lines = (diagnostics(rep) if show.practice
+             else failure_lines(public_view(rep) if show.public else rep))
     for line in lines:
-        click.echo(line, err=cfg.json)
+        click.echo(line, err=show.json)
     for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}", err=cfg.json)
-    outdir.finish(cfg.out_dir, rep, keep_checkpoint=cfg.keep_checkpoint)
+        click.echo(f"{fmt}: {path}", err=show.json)
+    outdir.finish(cfg.out_dir, rep, keep_checkpoint=show.keep_checkpoint)
     error: GraderError | None = failed_references(rep, suite)
     if error is None:
         try:
-            gate_failure(rep, cfg.fail_on, cfg.out_dir)
+            gate_failure(rep, show.fail_on, cfg.out_dir)
         except VerdictGate as exc:
             error = exc
     return Graded(report=rep, paths=paths, error=error)

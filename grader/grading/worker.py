@@ -25,12 +25,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
-import os
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -39,12 +38,14 @@ import psutil
 from grader.errors import InfraError
 from grader.formats.problem import Shape
 from grader.grading.checkpoint import Finished
-from grader.grading.config import RunConfig
+from grader.grading.config import Scheduling
 from grader.grading.phases import add, harness_phases
+from grader.grading.planned import Claim, Planned
+from grader.grading.selection import nothing_graded, select_shapes
+from grader.grading.settings import GradingSettings, Narrowing
 from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
-from grader.model.findings import Finding
 from grader.model.results import ProblemResult, ShapeResult
 from grader.model.runs import Case, Evidence
 from grader.run import plan as batching
@@ -79,31 +80,6 @@ def derive_module_seed(secret: bytes, case_seed: int) -> int:
     return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
 
 
-def select_shapes(bundle: ProblemBundle, cfg: RunConfig) -> list[Shape]:
-    shapes = [s for s in bundle.problem.shapes if cfg.picks(bundle.id, s.id)]  # -k
-    selection = cfg.shape_selection
-    if selection == "auto":
-        selection = "smoke" if cfg.device == "cpu" else "all"
-    if selection == "smoke":
-        return [s for s in shapes if s.smoke]
-    if selection == "scored":
-        return [s for s in shapes if not s.smoke]
-    return list(shapes)
-
-
-def nothing_graded(bundle: ProblemBundle, cfg: RunConfig, static: list[Finding], rel: str
-                   ) -> ProblemResult:
-    """A problem none of whose shapes this run selects: `missing`, never `passed` (issue 20:
-    an imported problem without smoke shapes was "passed (0/0)" on a CPU, and `--fail-on`
-    let it through)."""
-    detail = (f"no shape graded: none of its {len(bundle.problem.shapes)} shape(s) is selected "
-              f"by --shapes {cfg.shape_selection} on {cfg.device}" + (
-                  " (a CPU grades smoke shapes only; pass --shapes all)"
-                  if cfg.shape_selection == "auto" and cfg.device == "cpu" else ""))
-    return ProblemResult(id=bundle.id, operator=bundle.problem.operator, verdict=Verdict.MISSING,
-                         detail=detail, findings=static, kernel_file=rel)
-
-
 def _unusable(ref: Evidence, shapes: list[Shape], cases: list[Case]
               ) -> tuple[list[ShapeResult], str] | None:
     """A batch's results when its reference run cannot be used (every shape reference_error or
@@ -112,47 +88,6 @@ def _unusable(ref: Evidence, shapes: list[Shape], cases: list[Case]
     if failure is None:
         return None
     return whole_problem(shapes, *failure), ref.exit.logs
-
-
-@dataclass(kw_only=True)
-class Planned:
-    """A problem made ready to grade (image, cases, batches), and its results so far."""
-
-    bundle: ProblemBundle
-    kernel: Path
-    rel: str
-    source: str
-    static: list[Finding]
-    image: str
-    image_id: str | None = None
-    device_name: str | None = None  # the device the reference ran on, once one has
-    cases: list[Case]
-    per_shape: dict[str, int]
-    parts: list[list[Shape]]
-    phases: dict[str, float]
-    batches: dict[int, Batch | None] = field(default_factory=dict)  # made when first needed
-    # Started beside the batch before (an EntryStandby where a round has the reference).
-    standbys: dict[int, Standby | EntryStandby] = field(default_factory=dict)
-    results: list[ShapeResult] = field(default_factory=list)
-    logs: str = ""
-    started: float | None = None  # when its first batch began
-
-    def label(self, k: int) -> str:
-        n = len(self.parts)
-        return self.bundle.id if n == 1 else f"{self.bundle.id} [{k + 1}/{n}]"
-
-    def part_cases(self, k: int) -> list[Case]:
-        ids = {s.id for s in self.parts[k]}
-        return [c for c in self.cases if c.shape.id in ids]
-
-    def close(self) -> None:
-        """Stop the standbys no batch took (after a failure)."""
-        for sb in self.standbys.values():
-            sb.close()
-        self.standbys.clear()
-
-
-Claim = Callable[[], ProblemBundle | None]
 
 
 class References(Protocol):
@@ -174,30 +109,19 @@ class References(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class GradingContext:
-    """What every worker of a run reads and none writes: the run's options, detector, progress
-    sink and secret, and a round's references (None for `grader run`). What a worker learns
-    (a problem's image, the device's name) comes back with its results (Finished)."""
+    """What every worker of a run reads and none writes: of its options only the settings (for
+    its suite), narrowing, scheduling and limits (issue 33); the detector, progress, secret, a
+    round's references. What a worker learns comes back with its results (Finished)."""
 
-    cfg: RunConfig
+    settings: GradingSettings
+    narrowing: Narrowing
+    scheduling: Scheduling
+    entry_limits: Limits
+    reference_limits: Limits
     detector: Detector
     progress: Callable[[str], None]
     secret: bytes
     references: References | None = None
-# Cores a worker needs for starting ahead to pay: its two running containers, and a batch
-# ahead's two making their imports (at depth 2, two batches' four, one batch in two). On the
-# two-core CI machine (2026-12-01) the demo suite's grading took 9.4-9.6 s with it against
-# 9.1-10.6 s without: no core to overlap on.
-AHEAD_CORES = 4
-
-
-def start_ahead(cfg: RunConfig, workers: int, cores: int | None = None) -> int:
-    """How many batches ahead workers start containers (0: none): cfg.ahead_depth when
-    cfg.start_ahead says so (auto: when the host has AHEAD_CORES cores a worker)."""
-    if cfg.start_ahead != "auto":
-        on = cfg.start_ahead == "on"
-    else:
-        on = (cores if cores is not None else os.cpu_count() or 1) >= AHEAD_CORES * workers
-    return cfg.ahead_depth if on else 0
 
 
 class Worker:
@@ -259,7 +183,7 @@ class Worker:
 
     def plan(self, bundle: ProblemBundle) -> Planned | ProblemResult:
         ctx = self.ctx
-        shapes = select_shapes(bundle, ctx.cfg)
+        shapes = select_shapes(bundle, ctx.settings, ctx.narrowing)
         kernel = self.sub.kernel_path(bundle.id)
         if kernel is None:
             rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
@@ -269,12 +193,12 @@ class Worker:
         source = kernel.read_text(encoding="utf-8", errors="replace")
         static = ctx.detector.static(source, rel, bundle.problem.entry_names())
         if not shapes:  # nothing to grade is never `passed` (issue 20): --fail-on sees it
-            return nothing_graded(bundle, ctx.cfg, static, rel)
+            return nothing_graded(bundle, ctx.settings, static, rel)
         t0 = time.monotonic()
         ctx.progress(f"{bundle.id}: image")
         image = ensure(self.sb.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
         phases = {"image": time.monotonic() - t0}
-        n_seeds = ctx.cfg.seeds or self.suite.info.seeds_per_shape
+        n_seeds = ctx.settings.seeds_per_shape or self.suite.info.seeds_per_shape
         cases = [Case(id=f"{s.id}.{k}", shape=s,
                       seed=derive_seed(ctx.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
@@ -291,7 +215,7 @@ class Worker:
         # call's inputs are drawn where it runs, and only its outputs' samples travel).
         per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id and not c.timing)
                      for s in shapes}
-        parts = batching.batches(bundle.problem, shapes, per_shape, ctx.cfg.batch_bytes)
+        parts = batching.batches(bundle.problem, shapes, per_shape, ctx.scheduling.batch_bytes)
         return Planned(bundle=bundle, kernel=kernel, rel=rel, source=source,
                        static=static, image=image.tag, image_id=image.id, cases=cases,
                        per_shape=per_shape, parts=parts, phases=phases)
@@ -302,19 +226,19 @@ class Worker:
         caps are not known before the reference has run). Made once: its standby and its run
         share it."""
         if k not in plan.batches:
-            problem, shapes, cfg = plan.bundle.problem, plan.parts[k], self.ctx.cfg
+            problem, shapes, ctx = plan.bundle.problem, plan.parts[k], self.ctx
             plan.batches[k] = None
-            if cfg.overlap and batching.counted_bytes(problem, shapes, plan.per_shape):
+            if ctx.scheduling.overlap and batching.counted_bytes(problem, shapes, plan.per_shape):
                 plan.batches[k] = Batch(
                     image=plan.image, kernel_file=plan.kernel, cases=plan.part_cases(k),
                     ref_limits=self._reference_limits(plan, k), problem=problem,
                     entry_limits=batching.entry_limits_from_count(
-                        cfg.entry_limits, problem, shapes, plan.per_shape,
+                        ctx.entry_limits, problem, shapes, plan.per_shape,
                         timed=sum(1 for c in plan.part_cases(k) if c.timing)))
         return plan.batches[k]
 
     def _reference_limits(self, plan: Planned, k: int) -> Limits:
-        return batching.reference_limits(self.ctx.cfg.reference_limits, plan.bundle.problem,
+        return batching.reference_limits(self.ctx.reference_limits, plan.bundle.problem,
                                          plan.parts[k], plan.per_shape,
                                          psutil.virtual_memory().available)
 
@@ -413,7 +337,7 @@ class Worker:
                 return unusable
             if (refs := self.ctx.references) is not None:
                 refs.keep(self, plan, k, ref_dir)
-            limits = batching.entry_limits(self.ctx.cfg.entry_limits, ref_dir,
+            limits = batching.entry_limits(self.ctx.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
             with entry_container(self.sb, plan.image, plan.kernel, cases, ref_dir, limits,
@@ -445,7 +369,7 @@ class Worker:
     def finish(self, plan: Planned) -> ProblemResult:
         bundle = plan.bundle
         if not plan.results:
-            return nothing_graded(bundle, self.ctx.cfg, plan.static, plan.rel)
+            return nothing_graded(bundle, self.ctx.settings, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])
         self.ctx.progress(f"{bundle.id}: done ({verdict})")
         # From its first batch's start (what came before it ran beside the problem before),
@@ -468,7 +392,8 @@ class Worker:
         else:
             detail = f"grader bug: {type(exc).__name__}: {exc}"
         self.ctx.progress(f"{bundle.id}: done (infra_error: {detail})")
-        rs = whole_problem(select_shapes(bundle, self.ctx.cfg), Verdict.INFRA_ERROR, detail,
+        rs = whole_problem(select_shapes(bundle, self.ctx.settings, self.ctx.narrowing),
+                           Verdict.INFRA_ERROR, detail,
                            tail("".join(traceback.format_exception(exc))))
         return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
                              verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)

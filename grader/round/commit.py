@@ -26,7 +26,7 @@ from grader import __version__
 from grader.errors import UsageError
 from grader.files import atomic_write
 from grader.grading.checkpoint import commitment, host_fs
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.images import ensure, problem_plan
 from grader.model.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
@@ -38,7 +38,7 @@ from grader.suite.load import Suite
 Progress = Callable[[str], None]
 
 
-def round_images(engine: DockerEngine, run: RunConfig, suite: Suite,
+def round_images(engine: DockerEngine, run: GradingOptions, suite: Suite,
                  progress: Progress | None = None) -> dict[str, ImageRef]:
     """The images a round under `run`'s settings grades with on this host, built if missing:
     "runtime", and each problem graded, named as a report's `environment.images` names them."""
@@ -47,7 +47,7 @@ def round_images(engine: DockerEngine, run: RunConfig, suite: Suite,
     rt = runtime_for(run.runtime_config).ensure_image(engine)
     out = {"runtime": ImageRef(tag=rt.tag, id=rt.id)}
     for pid, bundle in suite.problems.items():
-        if run.problems and pid not in run.problems:
+        if run.settings.problems and pid not in run.settings.problems:
             continue
         if progress is not None:
             progress(f"images: {pid}")
@@ -68,7 +68,7 @@ def write_commitment(rd: RoundDir, c: Commitment, secret: bytes) -> str:
 
 
 def make_commitment(rd: RoundDir, *, suite: Suite, suite_ref: SuiteRef, settings: Settings,
-                    run: RunConfig, progress: Progress) -> tuple[Commitment, str]:
+                    run: GradingOptions, progress: Progress) -> tuple[Commitment, str]:
     """A new round's commitment written into `rd` (its secret beside it); the commitment and
     the sha256 of its file."""
     if rd.manifest_file.exists():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grader.errors import GraderError, ProblemError, UsageError
 from grader.grading.checkpoint import CHECKPOINT_DIR
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.grading.factory import build_grader
 from grader.grading.grader import Progress
 from grader.model.results import Report
@@ -25,7 +25,7 @@ class Graded:
     outcome: Outcome
 
 
-def grade_entry(name: str, req: RunConfig, cache_root: Path | None, progress: Progress,
+def grade_entry(name: str, req: GradingOptions, cache_root: Path | None, progress: Progress,
                 node: str | None = None) -> Graded:
     """Grade `req.bundle` into `req.out_dir` (its checkpoint; reports are the caller's to
     write). A checkpoint already there from an interrupted attempt is resumed: the problems
@@ -57,7 +57,8 @@ def grade_entry(name: str, req: RunConfig, cache_root: Path | None, progress: Pr
         node=node))
 
 
-def run_grader(cfg: RunConfig, cache: ReferenceCache | None, progress: Progress) -> Report:
+def run_grader(cfg: GradingOptions, cache: ReferenceCache | None, progress: Progress
+               ) -> Report:
     """`grader run`'s grading of `cfg.bundle` (its checkpoint in `cfg.out_dir`), with the
     round's references when `cache` is given; the report, written nowhere."""
     grader = build_grader(cfg, progress)

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from grader.grading.settings import GradingSettings
 from grader.model.scores import Frozen
 from grader.verdicts import Verdict
 
@@ -22,17 +23,10 @@ class SuiteRef(Frozen):
     digest: str  # sha256 over suite.toml, weights.toml and every problem's trusted files
 
 
-class Settings(Frozen):
-    """What every entry of the round is graded under; a resumed round must match them."""
+class Settings(GradingSettings):
+    """What every entry of the round is graded under (the grading settings, grading/settings.py)
+    and whether the round computes each reference once; a resumed round must match them."""
 
-    policy: str
-    device: str
-    runtime: str
-    hardware: str
-    shapes: str
-    problems: list[str] = Field(default_factory=list)  # empty: every problem of the suite
-    seeds_per_shape: int | None = None
-    timeout_s: float | None = None
     shared_references: bool = True
 
 

@@ -67,10 +67,10 @@ def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: st
                           error=f"node {node}: its suite {suite.id!r} is not the round's "
                           "(its content hash differs)")
         return {"report": None, "outcome": outcome.model_dump_json()}
-    req = replace(run.request, bundle=path, out_dir=work / "out", seed_secret=secret_hex,
-                  formats=("json",))
-    if req.device == "cuda":
-        req = replace(req, gpus=tuple(int(g) for g in ray.get_gpu_ids()) or req.gpus)
+    req = replace(run.request, bundle=path, out_dir=work / "out", seed_secret=secret_hex)
+    if req.settings.device == "cuda":
+        given = tuple(int(g) for g in ray.get_gpu_ids()) or req.scheduling.gpus
+        req = replace(req, scheduling=replace(req.scheduling, gpus=given))
     got = grade_entry(name, req, base / ".references" if shared else None, Progress("off"),
                       node=node)
     if got.report is not None:  # the driver has it now: its checkpoint (and secret) go
@@ -96,10 +96,10 @@ def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list
     ray = _import_ray()
     if not todo:
         return
-    ray.init(address=req.ray, log_to_driver=False, configure_logging=False)
+    ray.init(address=req.run.scheduling.ray, log_to_driver=False, configure_logging=False)
     try:
         remote = ray.remote(grade_task).options(
-            resources={RESOURCE: 1}, num_gpus=1 if req.run.device == "cuda" else 0,
+            resources={RESOURCE: 1}, num_gpus=1 if req.run.settings.device == "cuda" else 0,
             num_cpus=1, max_retries=MAX_RETRIES)
         roots = tuple(req.run.suite_roots or (PROBLEM_BUNDLES,))
         pending: dict[Any, str] = {}

@@ -40,7 +40,8 @@ from grader.run import plan as batching
 from grader.run.batch import Beside, Standby, cached_entry
 
 if TYPE_CHECKING:
-    from grader.grading.worker import Planned, Worker
+    from grader.grading.planned import Planned
+    from grader.grading.worker import Worker
 
 FORMAT = 1
 META = "meta.json"  # written last into a batch's folder: the folder is complete
@@ -64,10 +65,10 @@ def batch_key(w: Worker, plan: Planned, cases: list[Case]) -> str:
     """What a batch's reference outputs depend on: the suite's version, the problem's image
     (a content hash of its reference, problem file and the harness), the device, runtime and
     timing knobs, and each case (id, seed, module seed, timing set, shape and its params)."""
-    cfg, sb = w.ctx.cfg, w.sb
+    ctx, sb = w.ctx, w.sb
     doc = {"format": FORMAT, "suite": w.suite.id, "suite_version": w.suite.info.version,
            "problem": plan.bundle.id, "image": plan.image, "device": sb.device,
-           "runtime": cfg.runtime, "timing": asdict(sb.timing) if sb.timing else None,
+           "runtime": ctx.settings.runtime, "timing": asdict(sb.timing) if sb.timing else None,
            "cases": [[c.id, c.seed, c.module_seed, c.timing, c.shape.id, c.shape.params]
                      for c in cases]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
@@ -145,7 +146,7 @@ class ReferenceCache:
             standby = None
         batch = w.batch(plan, k)
         ids = [c.id for c in cases]
-        base = batch.entry_limits if batch is not None else w.ctx.cfg.entry_limits
+        base = batch.entry_limits if batch is not None else w.ctx.entry_limits
         limits = batching.entry_limits(base, ref_dir, ids)
         if batch is not None and limits.output_bytes <= base.output_bytes:
             limits = base

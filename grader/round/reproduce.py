@@ -36,8 +36,9 @@ from pydantic import ValidationError
 
 from grader.errors import InfraError, UsageError
 from grader.grading.checkpoint import commitment
-from grader.grading.config import RunConfig, ShapeSelection
-from grader.grading.worker import select_shapes
+from grader.grading.config import GradingOptions, Scheduling
+from grader.grading.selection import select_shapes
+from grader.grading.settings import Device, GradingSettings, ShapeSelection
 from grader.intake.bundle import open_bundle
 from grader.intake.tools import create_bundle
 from grader.model.results import Report, ShapeResult
@@ -190,13 +191,12 @@ def find_bundle(req: VerifyRequest, report: Report, in_round: tuple[RoundDir, st
                         else ""))
 
 
-def shape_selection(report: Report, suite: Suite, device: str) -> ShapeSelection:
+def shape_selection(report: Report, suite: Suite, device: Device) -> ShapeSelection:
     """The `--shapes` selection that gives exactly the report's shapes of each problem."""
     for sel in SELECTIONS:
-        cfg = RunConfig(bundle=Path("-"), out_dir=Path("-"), device=device, shapes=sel,
-                        runtime=default_runtime(device))
+        settings = GradingSettings(device=device, shapes=sel, runtime=default_runtime(device))
         if all(p.id in suite.problems and [s.id for s in p.shapes]
-               == [s.id for s in select_shapes(suite.problems[p.id], cfg)]
+               == [s.id for s in select_shapes(suite.problems[p.id], settings)]
                for p in report.problems if p.shapes):
             return sel
     raise UsageError("the report's shapes are no --shapes selection of the suite at hand",
@@ -205,26 +205,27 @@ def shape_selection(report: Report, suite: Suite, device: str) -> ShapeSelection
 
 def settings_of_report(report: Report, suite: Suite) -> Settings:
     """What a report of `grader run` was graded under, read from the report."""
-    device = "cuda" if report.environment.is_performance else "cpu"
+    device: Device = "cuda" if report.environment.is_performance else "cpu"
     ids = [p.id for p in report.problems]
     seeds = max((len(s.comparisons) for p in report.problems for s in p.shapes), default=0)
     return Settings(policy=report.environment.policy, device=device,
                     runtime=default_runtime(device),
                     hardware="auto", shapes=shape_selection(report, suite, device),
-                    problems=[] if sorted(ids) == sorted(suite.problems) else ids,
+                    problems=() if sorted(ids) == sorted(suite.problems) else tuple(ids),
                     seeds_per_shape=seeds or None)
 
 
 def regrade_request(req: VerifyRequest, settings: Settings, bundle: Path, out_dir: Path
-                    ) -> RunConfig:
-    return RunConfig(bundle=bundle, out_dir=out_dir, suite_roots=req.suite_roots,
-                     policy=settings.policy, device=settings.device,
-                     shapes=settings.shapes, problems=tuple(settings.problems),
-                     seeds=settings.seeds_per_shape,
-                     timeout=req.timeout if req.timeout is not None else settings.timeout_s,
-                     seed_secret=req.secret_hex, runtime=req.runtime or settings.runtime,
-                     python=req.python, cuda_base=req.cuda_base, gpus=req.gpus,
-                     hardware=settings.hardware, formats=("json",), quiet=True)
+                    ) -> GradingOptions:
+    """The re-grade's options: the round's (or the report's) grading settings, with this
+    host's --runtime and --timeout where given."""
+    grading = GradingSettings.model_validate({
+        **settings.model_dump(include=set(GradingSettings.model_fields)),
+        **({"timeout_s": req.timeout} if req.timeout is not None else {}),
+        **({"runtime": req.runtime} if req.runtime else {})})
+    return GradingOptions(bundle=bundle, out_dir=out_dir, suite_roots=req.suite_roots,
+                          settings=grading, seed_secret=req.secret_hex, python=req.python,
+                          cuda_base=req.cuda_base, scheduling=Scheduling(gpus=req.gpus))
 
 
 def verify_report(req: VerifyRequest, progress: Progress) -> tuple[Report, Report,

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from grader.grading.checkpoint import host_fs
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.report.render import write_reports
 from grader.round.commit import report_differences
 from grader.round.entry import Graded
@@ -25,10 +25,9 @@ class RoundRequest:
     paths: tuple[Path, ...]
     suite: str | None  # an id or a folder; None: the round's own (round/suite.py)
     out_dir: Path
-    run: RunConfig  # every entry's options (its bundle and out_dir are set per entry)
+    run: GradingOptions  # every entry's grading (its bundle and out_dir are set per entry)
     resume: bool = False
     shared_references: bool = True
-    ray: str | None = None  # None: this host; "auto" or a cluster's address
     formats: tuple[str, ...] = ("json", "html")  # each entry's reports (json always)
 
     @property
@@ -49,11 +48,11 @@ def suite_digest(suite: Suite) -> str:
 
 
 def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret: bytes,
-                  out_dir: Path | None = None) -> RunConfig:
+                  out_dir: Path | None = None) -> GradingOptions:
     assert entry.bundle is not None
     return replace(req.run, bundle=rd.root / entry.bundle,
                    out_dir=out_dir or rd.entry_dir(entry.name), seed_secret=secret.hex(),
-                   formats=req.entry_formats, resume=False, fail_on=frozenset())
+                   resume=False)
 
 
 def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:

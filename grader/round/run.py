@@ -53,17 +53,18 @@ from grader.verdicts import Verdict
 
 
 def settings_of(req: RoundRequest) -> Settings:
-    r = req.run
-    return Settings(policy=r.policy, device=r.device, runtime=r.runtime, hardware=r.hardware,
-                    shapes=r.shapes, problems=sorted(r.problems), seeds_per_shape=r.seeds,
-                    timeout_s=r.timeout, shared_references=req.shared_references)
+    """The round's settings: every entry's grading settings (problems in order), and whether
+    references are shared."""
+    s = req.run.settings
+    return Settings.model_validate({**s.model_dump(), "problems": sorted(s.problems),
+                                    "shared_references": req.shared_references})
 
 
 def _suite(req: RoundRequest, rd: RoundDir) -> tuple[RoundRequest, Suite]:
     """The round's suite (round/suite.py), recorded in its folder; the request whose entries
     find that suite, by its id, before any other of the same id."""
     suite = round_suite(rd, req.suite, req.run.suite_roots, req.paths)
-    check_problems(suite, req.run.problems)
+    check_problems(suite, req.run.settings.problems)
     home = suite.directory.resolve()
     run = replace(req.run, suite_roots=(home.parent, *req.run.suite_roots))
     return replace(req, suite=str(home), run=run), suite
@@ -168,7 +169,7 @@ def check_round_dir(req: RoundRequest, rd: RoundDir) -> None:
     the round's folder (its references, bundles and secret)."""
     runtime = runtime_for(req.run.runtime_config)
     found = runtime.exposures([("the round folder", rd.root, True)],
-                              gpu=req.run.device == "cuda")
+                              gpu=req.run.settings.device == "cuda")
     if found:
         raise ExposedHostPath(f"--runtime {runtime.name} would let entries read the round's "
                               "folder:\n    " + "\n    ".join(found),
@@ -195,7 +196,7 @@ def grade_here(req: RoundRequest, rd: RoundDir, todo: list[ManifestEntry], secre
     """Grade `todo` on this host. With several GPUs: the first on all of them, the rest one
     per GPU at a time."""
     cache = rd.references if req.shared_references else None
-    gpus = req.run.gpus if req.run.device == "cuda" else ()
+    gpus = req.run.scheduling.gpus if req.run.settings.device == "cuda" else ()
     queue = deque(todo)
     lock = threading.Lock()
 
@@ -203,7 +204,7 @@ def grade_here(req: RoundRequest, rd: RoundDir, todo: list[ManifestEntry], secre
         progress(f"entry {entry.name}: grading")
         run = entry_request(req, rd, entry, secret)
         if gpu is not None:
-            run = replace(run, gpus=gpu)
+            run = replace(run, scheduling=replace(run.scheduling, gpus=gpu))
         got = grade_entry(entry.name, run, cache, progress)
         with lock:
             out = record(rd, req, got)
@@ -262,7 +263,7 @@ def run_round(req: RoundRequest, progress: Progress) -> Board:
     rd.save_suite(suite.directory)
     todo = pending(manifest, rd)
     progress(f"round {manifest.round_id}: {len(manifest.entries)} entries, {len(todo)} to grade")
-    if req.ray is not None:
+    if req.run.scheduling.ray is not None:
         from grader.round.on_ray import grade_on_ray
 
         grade_on_ray(req, rd, manifest, todo, secret, progress)

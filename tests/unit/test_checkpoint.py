@@ -14,12 +14,17 @@ from grader import files
 from grader.errors import InfraError, UsageError
 from grader.grading import checkpoint as ck
 from grader.grading.checkpoint import Checkpoint, Finished, RunKey
+from grader.grading.settings import GradingSettings
 from grader.model.results import ProblemResult
 from grader.verdicts import Verdict
 
 KEY = RunKey(grader_version="1", bundle_sha256="ab" * 32, suite="demo", suite_version="1",
-             policy="triton", device="cpu", hardware="auto", runtime="cpu", shapes="auto",
-             seeds_per_shape=2)
+             settings=GradingSettings(policy="triton", device="cpu", hardware="auto",
+                                      runtime="cpu", shapes="auto", seeds_per_shape=2))
+# run.json's key as the grader wrote it before issue 33 (a flat RunKey, dataclasses.asdict).
+OLD_KEY = {"grader_version": "1", "bundle_sha256": "ab" * 32, "suite": "demo",
+           "suite_version": "1", "policy": "triton", "device": "cpu", "hardware": "auto",
+           "runtime": "cpu", "shapes": "auto", "seeds_per_shape": 2}
 SECRET = bytes(range(32))
 
 
@@ -72,7 +77,7 @@ def test_resume_refuses_another_run_and_says_what_differs(tmp_path: Path) -> Non
     cp = Checkpoint(tmp_path)
     cp.start(KEY, SECRET)
     with pytest.raises(UsageError) as err:
-        cp.resume(replace(KEY, policy="strict", shapes="all"), None)
+        cp.resume(replace(KEY, settings=KEY.settings.but(policy="strict", shapes="all")), None)
     assert "policy: 'triton' in the checkpoint, 'strict' now" in err.value.message
     assert "shapes" in err.value.message and "bundle_sha256" not in err.value.message
 
@@ -118,3 +123,43 @@ def test_a_full_disk_is_an_infra_error_and_keeps_the_old_file(
     assert sorted(p.name for p in cp.problems_dir.iterdir()) == ["vector_add.json"]
     with pytest.raises(InfraError, match="cannot start the checkpoint"):
         Checkpoint(tmp_path / "other").start(KEY, SECRET)
+
+
+def _old_checkpoint(path: Path, key: dict[str, object]) -> Checkpoint:
+    """A checkpoint whose run.json holds `key`, as written before issue 33."""
+    cp = Checkpoint(path)
+    cp.start(KEY, SECRET)
+    cp.save(_done("vector_add"))
+    cp.run_file.write_text(json.dumps({"format": 1, "key": key,
+                                       "seed_commitment": ck.commitment(SECRET)}, indent=1))
+    return cp
+
+
+def test_a_checkpoint_written_before_resumes_and_is_written_the_same(tmp_path: Path) -> None:
+    cp = _old_checkpoint(tmp_path, OLD_KEY)
+    secret, done = Checkpoint(tmp_path).resume(KEY, None)
+    assert secret == SECRET and sorted(done) == ["vector_add"]
+    Checkpoint(tmp_path / "new").start(KEY, SECRET)  # the keys it writes are the old ones
+    assert json.loads((tmp_path / "new" / ".checkpoint" / "run.json").read_text())["key"] \
+        == OLD_KEY
+    with pytest.raises(UsageError) as err:
+        cp.resume(replace(KEY, settings=KEY.settings.but(device="cuda", runtime="host")), None)
+    assert "device: 'cpu' in the checkpoint, 'cuda' now" in err.value.message
+    # Settings a checkpoint is not keyed on (the problems, --timeout) do not stop a resume.
+    assert cp.resume(replace(KEY, settings=KEY.settings.but(problems=("vector_add",),
+                                                            timeout_s=5.0)), None)[0] == SECRET
+
+
+@pytest.mark.parametrize("key", [
+    {k: v for k, v in OLD_KEY.items() if k != "shapes"},  # a key it lacks
+    {k: v for k, v in OLD_KEY.items() if k != "suite"},
+    {**OLD_KEY, "speed": "fast"},  # one it does not know
+    {**OLD_KEY, "device": "tpu"},  # one it cannot hold
+    ["not", "an", "object"],
+])
+def test_a_run_file_that_holds_no_key_is_refused_as_unreadable(tmp_path: Path,
+                                                               key: object) -> None:
+    cp = _old_checkpoint(tmp_path, key)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"--resume: the checkpoint .* is unreadable") as err:
+        cp.resume(KEY, None)
+    assert err.value.hint == "leave out --resume for a fresh run"

@@ -149,7 +149,8 @@ def test_gpus_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import grader.grading.runner
 
     seen = []
-    monkeypatch.setattr(grader.grading.runner, "grade_bundle", lambda req: seen.append(req.gpus))
+    monkeypatch.setattr(grader.grading.runner, "grade_bundle",
+                        lambda req: seen.append(req.grading.scheduling.gpus))
     for args, gpus in ((["--gpus", "1, 0,3"], (1, 0, 3)), (["--gpu", "2", "--gpu", "2"], (2,)),
                        ([], (0,))):
         res = CliRunner().invoke(cli, ["run", str(tmp_path / "b.tar"), *args])
@@ -192,13 +193,18 @@ def test_gate_failure_names_the_shapes_and_where_the_reports_are(tmp_path: Path)
 
 def test_device_cuda_with_cpu_runtime_says_what_to_do(tmp_path: Path) -> None:
     from grader.errors import UsageError
-    from grader.grading.config import RunConfig
+    from grader.grading.config import GradingOptions
+    from grader.grading.settings import GradingSettings
 
     with pytest.raises(UsageError) as err:
-        RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda")
+        GradingSettings(device="cuda")
     assert "--runtime host" in (err.value.hint or "")
     with pytest.raises(UsageError, match="not hexadecimal"):
-        RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, seed_secret="zz")
+        GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path, seed_secret="zz")
+    with pytest.raises(UsageError) as err:  # the command line's words, staged in one place
+        CliRunner().invoke(cli, ["run", str(tmp_path / "b.tar"), "--device", "cuda"],
+                           standalone_mode=False, catch_exceptions=False)
+    assert "--runtime host" in (err.value.hint or "")
 
 
 def test_bundle_create_refuses_links_out_of_the_folder(tmp_path: Path) -> None:

@@ -10,12 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from grader.grading.checkpoint import Checkpoint, Finished, RunKey
+from grader.grading.settings import GradingSettings
 from grader.model.results import Comparison, ProblemResult, Timing
 from grader.verdicts import Verdict
 
 KEY = RunKey(grader_version="1", bundle_sha256="ab" * 32, suite="demo", suite_version="1",
-             policy="triton", device="cpu", hardware="auto", runtime="cpu", shapes="auto",
-             seeds_per_shape=2)
+             settings=GradingSettings(seeds_per_shape=2))
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])

@@ -12,7 +12,8 @@ import pytest
 
 from grader.errors import UsageError
 from grader.grading import grader as grade
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Scheduling
+from grader.grading.settings import GradingSettings
 from grader.run.jobs import WorkerSetup, container_spec
 from grader.sandbox import gpus as doctor
 from grader.sandbox import runtimes
@@ -146,8 +147,9 @@ def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: HostRuntime(
         python="/opt/py/bin/python", version="3.11", binds=(libcuda,)))
     for kind, bound in (("host", False), ("cuda", True)):
-        cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
-                        gpus=(0, 1), runtime=kind)
+        cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path,
+                             settings=GradingSettings(device="cuda", runtime=kind),
+                             scheduling=Scheduling(gpus=(0, 1)))
         g = grade.Grader(cfg, FakeEngine(), None, lambda _m: None)  # type: ignore[arg-type]
         workers = g.workers()
         assert [w.gpu.index for w in workers if w.gpu] == [0, 1]
@@ -156,11 +158,13 @@ def test_one_worker_per_gpu_each_with_its_gpu_alone(monkeypatch: pytest.MonkeyPa
         drivers = [b for w in workers for b in w.extra_binds
                    if b.container.startswith(DRIVER_LIB_DIR)]
         assert bool(drivers) == bound  # the host runtime binds them where the host has them
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda", gpus=(2,),
-                    runtime="host")
+    cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path,
+                         settings=GradingSettings(device="cuda", runtime="host"),
+                         scheduling=Scheduling(gpus=(2,)))
     with pytest.raises(UsageError, match="GPU 2 is not on this host"):
         grade.Grader(cfg, FakeEngine(), None, lambda _m: None).workers()  # type: ignore[arg-type]
-    cuda = replace(cfg, gpus=(1,), runtime="cuda")
+    cuda = replace(cfg, scheduling=Scheduling(gpus=(1,)),
+                   settings=cfg.settings.but(runtime="cuda"))
     toolkit = grade.Grader(cuda, FakeEngine({"nvidia": {}}), None,  # type: ignore[arg-type]
                            lambda _m: None).workers()
     assert toolkit[0].gpu is not None and toolkit[0].gpu.mode == "toolkit"

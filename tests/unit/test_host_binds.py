@@ -11,7 +11,8 @@ import pytest
 
 from grader.errors import EXIT_CODES, ExposedHostPath
 from grader.grading import grader as grade
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
+from grader.grading.settings import GradingSettings
 from grader.sandbox import host_runtime, runtimes
 from grader.sandbox.gpus import driver_library_links
 from grader.sandbox.host_runtime import (
@@ -140,8 +141,8 @@ def test_the_run_refuses_an_exposed_layout_before_anything_is_written(
     venv.mkdir()
     monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: HostRuntime(
         python=f"{venv}/bin/python", version="3.11", binds=(_bind(str(venv)),)))
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=venv / "out", suite_roots=(tmp_path,),
-                    runtime="host")
+    cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=venv / "out",
+                         suite_roots=(tmp_path,), settings=GradingSettings(runtime="host"))
     suite = type("S", (), {"directory": tmp_path / "demo"})()
     with pytest.raises(ExposedHostPath) as err:
         grade.check_host_binds(cfg, suite, grade.Checkpoint(cfg.out_dir))  # type: ignore[arg-type]
@@ -159,8 +160,8 @@ def test_a_host_runtime_sandbox_uses_the_probed_interpreter_and_its_binds(
     rt = HostRuntime(python="/opt/py/bin/python3.11", version="3.11",
                      binds=(_bind("/opt/py"),), env=(("TRITON_LIBCUDA_PATH", "/usr/lib"),))
     monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: rt)
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, runtime="host",
-                    python="python3")
+    cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path,
+                         settings=GradingSettings(runtime="host"), python="python3")
     sb = grade.worker_setup(cfg, None, "s")  # type: ignore[arg-type]
     assert sb.python == "/opt/py/bin/python3.11"
     assert [(b.host, b.container, b.read_only) for b in sb.extra_binds] == [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ProblemError
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Presentation, RunOptions
 from grader.grading.runner import grade_bundle
 from grader.report.not_graded import write_not_graded
 from grader.report.summaries import ErrorInfo
@@ -26,8 +26,9 @@ def test_a_run_that_cannot_find_its_suite_writes_why(tmp_path: Path) -> None:
         '[submission]\nname = "e"\nsuite = "nowhere"\ndsl = "triton"\n\n'
         '[problems.k]\nfile = "kernels/k.py"\n')
     out = tmp_path / "reports"
-    cfg = RunConfig(bundle=entry, out_dir=out, formats=("json", "html", "md", "junit"),
-                    quiet=True)
+    cfg = RunOptions(grading=GradingOptions(bundle=entry, out_dir=out),
+                     presentation=Presentation(formats=("json", "html", "md", "junit"),
+                                               quiet=True))
     with pytest.raises(ProblemError, match="suite 'nowhere' not found"):
         grade_bundle(cfg)
     junit = ET.parse(out / "report.junit.xml").getroot()

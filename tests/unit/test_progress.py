@@ -148,7 +148,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """runner.grade_bundle plans the suite's problems and hands a Progress to the Grader."""
     from grader.grading import factory, runner
-    from grader.grading.config import RunConfig
+    from grader.grading.config import GradingOptions, RunOptions
     from grader.grading.grader import Grader
     from grader.intake.tools import create_bundle
     from grader.paths import REPO
@@ -185,7 +185,8 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
                         lambda rep, out, fmts, public=False: out.mkdir() or {})
     out = io.StringIO()
     progress = Progress("json", stream=out)
-    runner.grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "r"), progress)
+    runner.grade_bundle(RunOptions(grading=GradingOptions(bundle=bundle, out_dir=tmp_path / "r")),
+                        progress)
     assert seen == [progress]
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert events[0]["event"] == "start" and events[0]["total"] == 3

@@ -14,6 +14,7 @@ import pytest
 from grader.errors import UsageError
 from grader.grading.checkpoint import commitment
 from grader.grading.grader import summarize
+from grader.grading.settings import GradingSettings
 from grader.model.results import (
     Environment,
     ProblemResult,
@@ -55,7 +56,7 @@ SECRET = bytes(range(32))
 SUITE = SuiteRef(id="demo", version="0.2.0", weights_version="0.1.0",
                  digest=suite_digest(load_suite(PROBLEM_BUNDLES / "demo")))
 SETTINGS = Settings(policy="triton", device="cpu", runtime="cpu", hardware="auto",
-                    shapes="auto", problems=["vector_add"])
+                    shapes="auto", problems=("vector_add",))
 IMAGES = {"runtime": ImageRef(tag="grader-runtime-cpu:aaaa", id="sha256:" + "1" * 64),
           "vector_add": ImageRef(tag="grader-problem-demo-vector_add:bbbb",
                                  id="sha256:" + "2" * 64)}
@@ -222,7 +223,7 @@ def test_settings_are_read_from_a_report_of_grader_run() -> None:
     rep = _report([Verdict.PASSED] * len(smoke), shape_ids=smoke)
     got = settings_of_report(rep, suite)
     assert (got.device, got.runtime, got.shapes, got.problems, got.policy) == (
-        "cpu", "cpu", "auto", ["vector_add"], "triton")
+        "cpu", "cpu", "auto", ("vector_add",), "triton")
     with pytest.raises(UsageError, match="no --shapes selection"):
         settings_of_report(_report([Verdict.PASSED], shape_ids=["nope"]), suite)
 
@@ -288,8 +289,9 @@ def test_a_regrade_the_grader_failed_confirms_nothing(tmp_path: Path,
     with pytest.raises(InfraError, match="nothing is confirmed"):
         reproduce.verify_report(req, lambda msg: None)
     [run] = seen
-    assert (run.bundle, run.seed_secret, run.device, run.shapes, run.problems) == (
-        bundle, SECRET.hex(), "cpu", "auto", ("vector_add",))
+    assert (run.bundle, run.seed_secret, run.settings.device, run.settings.shapes,
+            run.settings.problems) == (bundle, SECRET.hex(), "cpu", "auto", ("vector_add",))
+    assert type(run.settings) is GradingSettings  # the grading's, not the round's Settings
     monkeypatch.setattr(reproduce, "run_grader", lambda req, cache, progress: rep)
     old, new, got = reproduce.verify_report(req, lambda msg: None)
     assert old == new and not got.mismatches

@@ -17,6 +17,7 @@ import pytest
 from grader.errors import EXIT_CODES, RoundMismatch
 from grader.grading.checkpoint import commitment
 from grader.grading.grader import summarize
+from grader.grading.settings import GradingSettings
 from grader.model.results import (
     Environment,
     ProblemResult,
@@ -47,7 +48,7 @@ PWN = "<script>document.title='PWNED'</script><img src=x onerror=alert(1)>"
 SUITE = SuiteRef(id="demo", version="0.2.0", weights_version="0.1.0",
                  digest=suite_digest(find_suite("demo", [PROBLEM_BUNDLES])))
 SETTINGS = Settings(policy="triton", device="cpu", runtime="cpu", hardware="auto",
-                    shapes="auto", problems=["vector_add"])
+                    shapes="auto", problems=("vector_add",))
 
 
 def _report(name: str, verdicts: list[Verdict], sha: str) -> Report:
@@ -168,8 +169,8 @@ def test_resume_grades_only_what_is_not_done(tmp_path: Path) -> None:
 def _fake_worker(seed: int = 7) -> tuple[SimpleNamespace, SimpleNamespace]:
     shape = SimpleNamespace(id="s", params={"n": 4})
     case = Case(id="s.0", shape=shape, seed=seed)  # type: ignore[arg-type]
-    w = SimpleNamespace(ctx=SimpleNamespace(cfg=SimpleNamespace(runtime=SimpleNamespace(
-        kind="cpu")), progress=lambda m: None), sb=SimpleNamespace(device="cpu", timing=None),
+    w = SimpleNamespace(ctx=SimpleNamespace(settings=GradingSettings(), progress=lambda m: None),
+                        sb=SimpleNamespace(device="cpu", timing=None),
         suite=SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0")))
     plan = SimpleNamespace(bundle=SimpleNamespace(id="vector_add"), image="img:1",
                            part_cases=lambda k: [case], label=lambda k: "vector_add")
@@ -238,7 +239,7 @@ def test_cli_has_round_and_verify() -> None:
 
 
 def test_round_grading_options_reach_every_entry_s_run(tmp_path: Path) -> None:
-    """`grader round grade`'s speed knobs are `grader run`'s, carried in the round's RunConfig
+    """`grader round grade`'s speed knobs are `grader run`'s, carried in the round's grading
     (to each entry, on this host or a Ray node)."""
     import click
 
@@ -249,8 +250,11 @@ def test_round_grading_options_reach_every_entry_s_run(tmp_path: Path) -> None:
                        policy="triton", device="cpu", runtime="cpu", python=None,
                        cuda_base=None, hardware="auto", shapes="auto", problems=(), seeds=None,
                        timeout=None, seed_secret=None, gpus="0", jobs=1,
-                       no_shared_references=False, start_ahead="on", ahead_depth=4)
-    assert req.run.start_ahead == "on" and req.run.ahead_depth == 4
+                       no_shared_references=False, start_ahead="on", ahead_depth=4,
+                       ray="auto", quiet=True, log_format="json")
+    sched = req.run.scheduling
+    assert sched.start_ahead == "on" and sched.ahead_depth == 4 and sched.ray == "auto"
+    assert req.run.settings == GradingSettings()  # the one settings type, as `grader run`'s
 
 
 def test_broken_and_foreign_bundles_are_refused_not_fatal(tmp_path: Path) -> None:
@@ -276,16 +280,16 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     the others are graded side by side, one GPU each (grade_entry faked: no Docker here)."""
     import threading
 
-    from grader.grading.config import RunConfig
+    from grader.grading.config import GradingOptions, Scheduling
     from grader.round import run as round_run
     from grader.round.entry import Graded
 
     seen: list[tuple[str, tuple[int, ...]]] = []
     lock = threading.Lock()
 
-    def fake(name: str, req: RunConfig, cache: Path | None, progress: object) -> Graded:
+    def fake(name: str, req: GradingOptions, cache: Path | None, progress: object) -> Graded:
         with lock:
-            seen.append((name, req.gpus))
+            seen.append((name, req.scheduling.gpus))
         assert cache == rd.references and req.seed_secret == SECRET.hex()
         return Graded(report=None, outcome=Outcome(name=name, status="failed", error="fake"))
 
@@ -294,8 +298,9 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     rd.outcomes.mkdir(parents=True)
     todo = [ManifestEntry(name=n, source=n, bundle=f"bundles/{n}.tar", sha256="0" * 64)
             for n in ("a", "b", "c", "d")]
-    req = round_run.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=RunConfig(
-        bundle=Path("-"), out_dir=rd.root, device="cuda", runtime="host", gpus=(0, 1, 2)))
+    req = round_run.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=GradingOptions(
+        bundle=Path("-"), out_dir=rd.root, settings=GradingSettings(device="cuda", runtime="host"),
+        scheduling=Scheduling(gpus=(0, 1, 2))))
     round_run.grade_here(req, rd, todo, SECRET, lambda msg: None)
     assert seen[0] == ("a", (0, 1, 2))
     assert sorted(n for n, _ in seen[1:]) == ["b", "c", "d"]

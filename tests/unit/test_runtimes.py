@@ -16,7 +16,8 @@ import pytest
 from grader import images
 from grader.errors import ExposedHostPath, UsageError
 from grader.grading import grader as grade
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
+from grader.grading.settings import GradingSettings
 from grader.images import BuildPlan, host_skeleton
 from grader.paths import REPO
 from grader.round.run import check_round_dir
@@ -199,11 +200,14 @@ def test_only_a_runtime_that_binds_the_host_refuses_a_layout(
     rd = SimpleNamespace(root=tmp_path / "round")
     suite = SimpleNamespace(directory=tmp_path / "demo")
     for kind, device in (("cpu", "cpu"), ("cuda", "cuda")):
-        cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path / "out",
-                        suite_roots=(tmp_path,), runtime=kind, device=device)
+        cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path / "out",
+                             suite_roots=(tmp_path,),
+                             settings=GradingSettings.model_validate(
+                                 {"runtime": kind, "device": device}))
         grade.check_host_binds(cfg, suite, grade.Checkpoint(cfg.out_dir))  # type: ignore[arg-type]
         check_round_dir(SimpleNamespace(run=cfg), rd)  # type: ignore[arg-type]
-    host = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path / "out", runtime="host")
+    host = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path / "out",
+                          settings=GradingSettings(runtime="host"))
     with pytest.raises(ExposedHostPath) as err:
         check_round_dir(SimpleNamespace(run=host), rd)  # type: ignore[arg-type]
     assert str(err.value).startswith("--runtime host would let entries read the round's "

@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from grader.grading import worker as worker_mod
-from grader.grading.config import RunConfig
-from grader.grading.worker import AHEAD_CORES, start_ahead
+from grader.grading.config import AHEAD_CORES, Scheduling
 from grader.harness.protocol import GATE_FILE, STANDBY
 from grader.harness.warden import encode_frame
 from grader.run import batch as problem_run
@@ -23,17 +22,16 @@ from grader.run.batch import Standby
 
 
 def test_auto_needs_cores_for_each_worker() -> None:
-    cfg = RunConfig(bundle=Path("b.tar"), out_dir=Path("o"))
+    cfg = Scheduling()
     assert cfg.start_ahead == "auto"
-    assert start_ahead(cfg, 1, cores=AHEAD_CORES)
-    assert not start_ahead(cfg, 1, cores=2)  # the CI machine: no core to overlap on
-    assert not start_ahead(cfg, 2, cores=AHEAD_CORES)
-    assert start_ahead(cfg, 4, cores=16)
-    on, off = (RunConfig(bundle=Path("b.tar"), out_dir=Path("o"), start_ahead=v)
-               for v in ("on", "off"))
-    assert start_ahead(on, 8, cores=2) and not start_ahead(off, 1, cores=64)
-    assert start_ahead(on, 1) == on.ahead_depth == 2  # batches started ahead at once
-    assert start_ahead(replace(on, ahead_depth=3), 1) == 3
+    assert cfg.ahead(1, cores=AHEAD_CORES)
+    assert not cfg.ahead(1, cores=2)  # the CI machine: no core to overlap on
+    assert not cfg.ahead(2, cores=AHEAD_CORES)
+    assert cfg.ahead(4, cores=16)
+    on, off = (Scheduling(start_ahead=v) for v in ("on", "off"))
+    assert on.ahead(8, cores=2) and not off.ahead(1, cores=64)
+    assert on.ahead(1) == on.ahead_depth == 2  # batches started ahead at once
+    assert replace(on, ahead_depth=3).ahead(1) == 3
 
 
 class FakeContainer:
@@ -104,7 +102,8 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     (FakeStandby); batches named in `broken` run one container after the other. Its
     grade_batch records what each batch started beside it in `w.ran`; `events` says when
     each problem was taken and each batch ran."""
-    from grader.grading.worker import Planned, Worker
+    from grader.grading.planned import Planned
+    from grader.grading.worker import Worker
 
     monkeypatch.setattr(worker_mod, "Standby", FakeStandby)
     FakeStandby.made = []

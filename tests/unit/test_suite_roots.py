@@ -15,7 +15,7 @@ import pytest
 from grader.errors import ProblemError, UsageError
 from grader.grading import factory
 from grader.grading.checkpoint import commitment
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Presentation, RunOptions
 from grader.grading.grader import Grader
 from grader.grading.runner import grade_bundle
 from grader.intake.packing import packed
@@ -65,7 +65,7 @@ def test_every_run_config_looks_where_grader_suites_says(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = _own_suite(tmp_path)
     monkeypatch.setenv(ENV, str(home.parent))
-    cfg = RunConfig(bundle=Path("b.tar"), out_dir=tmp_path)
+    cfg = GradingOptions(bundle=Path("b.tar"), out_dir=tmp_path)
     assert find_suite("mine", list(cfg.suite_roots)).directory == home
     assert find_suite("demo", list(cfg.suite_roots)).directory == PROBLEM_BUNDLES / "demo"
 
@@ -89,8 +89,8 @@ def test_a_bundle_with_a_suite_folder_is_checked_against_the_suite_it_names(
     monkeypatch.setattr(Grader, "reap_dead", lambda self: None)
     monkeypatch.setattr(Grader, "reap", lambda self: None)
     with pytest.raises(UsageError, match="a submission for suite 'demo', not 'mine'"):
-        grade_bundle(RunConfig(bundle=EXAMPLE, out_dir=tmp_path / "out", suite=str(home),
-                               quiet=True))
+        grade_bundle(RunOptions(grading=GradingOptions(bundle=EXAMPLE, out_dir=tmp_path / "out"),
+                                presentation=Presentation(quiet=True), suite=str(home)))
 
 
 def test_a_round_finds_its_suite_from_its_entries_or_from_what_it_recorded(
@@ -129,7 +129,7 @@ def test_an_error_of_the_round_s_options_is_never_the_host_s_failure(
         raise ProblemError("suite 'mine' not found")
 
     monkeypatch.setattr(round_entry, "run_grader", unfound)
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path / "out")
+    cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path / "out")
     with pytest.raises(ProblemError, match="not found"):
         round_entry.grade_entry("a", cfg, None, print)
 

@@ -246,17 +246,21 @@ def test_gate_shorthands() -> None:
 
 
 def test_k_and_last_failed_narrow_the_shapes(tmp_path: Path) -> None:
-    from grader.grading.config import RunConfig
+    from grader.grading.config import GradingOptions, RunOptions
     from grader.grading.last_failed import last_failed
-    from grader.grading.worker import select_shapes
+    from grader.grading.selection import select_shapes
+    from grader.grading.settings import GradingSettings, Narrowing
     from grader.suite.load import load_suite
 
     demo = load_suite(PROBLEM_BUNDLES / "demo")
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, shapes="all",
-                    keywords=("prefill",))
-    assert [s.id for s in select_shapes(demo.problems["vector_add"], cfg)] == [
-        "residual_prefill"]
-    assert not cfg.picks_any("vector_add", ["smoke_4099"])  # not graded at all, not `missing`
+    g = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path,
+                       settings=GradingSettings(shapes="all"),
+                       narrowing=Narrowing(keywords=("prefill",)))
+    cfg = RunOptions(grading=g)
+    assert [s.id for s in select_shapes(demo.problems["vector_add"], g.settings,
+                                        g.narrowing)] == ["residual_prefill"]
+    # not graded at all, not `missing`
+    assert not g.narrowing.picks_any("vector_add", ["smoke_4099"])
 
     said = last_failed(cfg)[1]
     assert said.startswith("--last-failed: no ") and "grading everything" in said
@@ -268,8 +272,11 @@ def test_k_and_last_failed_narrow_the_shapes(tmp_path: Path) -> None:
                    ProblemResult(id="rmsnorm", operator="norm", verdict=Verdict.PASSED,
                                  shapes=[_shape("s", "passed", "ok", None)])])
     (tmp_path / "report.json").write_text(rep.model_dump_json())
-    narrowed, said = last_failed(RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path))
-    assert narrowed.problems == ("vector_add", "matmul")
+    got, said = last_failed(RunOptions(grading=GradingOptions(bundle=tmp_path / "b.tar",
+                                                              out_dir=tmp_path)))
+    assert got.presentation.force  # the reports it read are replaced
+    narrowed = got.grading.narrowing
+    assert got.grading.settings.problems == ("vector_add", "matmul")
     assert narrowed.only_shapes == ("vector_add/smoke_4099", "matmul/*")
     assert "grading again 2 shape(s)" in said
     assert narrowed.picks("vector_add", "smoke_4099")

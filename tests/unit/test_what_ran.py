@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from grader.cli.round import board_lines
 from grader.cli.scoring import leaderboard as leaderboard_cmd
-from grader.grading.config import RunConfig
-from grader.grading.grader import shapes_graded, summarize
+from grader.grading.grader import summarize
 from grader.grading.runner import summary_line
+from grader.grading.selection import shapes_graded
+from grader.grading.settings import GradingSettings, Narrowing
 from grader.model.results import Report
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.html import render_html
@@ -42,12 +43,11 @@ def test_auto_on_a_cpu_grades_smoke_shapes_and_says_how_many_it_left_out() -> No
     total = sum(len(b.problem.shapes) for b in todo)
     smoke = sum(1 for b in todo for s in b.problem.shapes if s.smoke)
     assert 0 < smoke < total  # the demo suite has shapes of both kinds
-    cpu = RunConfig(bundle=Path("b.tar"), out_dir=Path("o"), device="cpu")
-    assert shapes_graded(todo, cpu) == ("smoke", total - smoke)
-    every = RunConfig(bundle=Path("b.tar"), out_dir=Path("o"), device="cpu", shapes="all")
-    assert shapes_graded(todo, every) == ("all", 0)
-    scored = RunConfig(bundle=Path("b.tar"), out_dir=Path("o"), device="cpu", shapes="scored")
-    assert shapes_graded(todo, scored) == ("scored", smoke)
+    every = Narrowing()
+    assert shapes_graded(todo, GradingSettings(device="cpu"), every) == ("smoke", total - smoke)
+    assert shapes_graded(todo, GradingSettings(device="cpu", shapes="all"), every) == ("all", 0)
+    assert shapes_graded(todo, GradingSettings(device="cpu", shapes="scored"), every) == (
+        "scored", smoke)
 
 
 def test_the_summary_line_says_what_ran_in_good_english() -> None:

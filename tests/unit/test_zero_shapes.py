@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from grader.errors import VerdictGate
-from grader.grading.config import RunConfig
 from grader.grading.runner import gate_failure
-from grader.grading.worker import nothing_graded, select_shapes
+from grader.grading.selection import nothing_graded, select_shapes
+from grader.grading.settings import GradingSettings
 from grader.model.results import ProblemResult
 from grader.paths import PROBLEM_BUNDLES
 from grader.suite.load import load_suite
@@ -22,10 +22,8 @@ DEMO = load_suite(PROBLEM_BUNDLES / "demo")
 
 def test_no_selected_shape_is_missing_and_says_why(tmp_path: Path) -> None:
     bundle = next(iter(DEMO.problems.values()))
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, shapes="scored")
-    scored = select_shapes(bundle, cfg)
-    cpu = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path)
-    result = nothing_graded(bundle, cpu, [], "kernels/x.py")
+    scored = select_shapes(bundle, GradingSettings(shapes="scored"))
+    result = nothing_graded(bundle, GradingSettings(), [], "kernels/x.py")
     assert result.verdict is Verdict.MISSING and result.shapes == []
     assert "no shape graded" in result.detail and "--shapes all" in result.detail
     assert scored  # the demo's problems do have shapes: only the selection was empty

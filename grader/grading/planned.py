@@ -1,0 +1,57 @@
+"""A problem made ready for a worker to grade (worker.py): its image, cases and batches, the
+containers started ahead for its batches, and its results so far."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.formats.problem import Shape
+from grader.model.findings import Finding
+from grader.model.results import ShapeResult
+from grader.model.runs import Case
+from grader.run.batch import Batch, EntryStandby, Standby
+from grader.suite.load import ProblemBundle
+
+
+@dataclass(kw_only=True)
+class Planned:
+    """A problem made ready to grade (image, cases, batches), and its results so far."""
+
+    bundle: ProblemBundle
+    kernel: Path
+    rel: str
+    source: str
+    static: list[Finding]
+    image: str
+    image_id: str | None = None
+    device_name: str | None = None  # the device the reference ran on, once one has
+    cases: list[Case]
+    per_shape: dict[str, int]
+    parts: list[list[Shape]]
+    phases: dict[str, float]
+    batches: dict[int, Batch | None] = field(default_factory=dict)  # made when first needed
+    # Started beside the batch before (an EntryStandby where a round has the reference).
+    standbys: dict[int, Standby | EntryStandby] = field(default_factory=dict)
+    results: list[ShapeResult] = field(default_factory=list)
+    logs: str = ""
+    started: float | None = None  # when its first batch began
+
+    def label(self, k: int) -> str:
+        n = len(self.parts)
+        return self.bundle.id if n == 1 else f"{self.bundle.id} [{k + 1}/{n}]"
+
+    def part_cases(self, k: int) -> list[Case]:
+        ids = {s.id for s in self.parts[k]}
+        return [c for c in self.cases if c.shape.id in ids]
+
+    def close(self) -> None:
+        """Stop the standbys no batch took (after a failure)."""
+        for sb in self.standbys.values():
+            sb.close()
+        self.standbys.clear()
+
+
+# Where a worker takes its next problem from (grader.Grader.grade_all); None: no more.
+Claim = Callable[[], ProblemBundle | None]
