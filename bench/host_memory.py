@@ -117,13 +117,13 @@ def _measure(scenario: str, cap: int, aliases: int, folder: str,
 
 def _problem_sizes(suite_name: str) -> list[tuple[str, int, int]]:
     """(problem, L, T) per problem of the suite."""
-    from grader.grading.config import RunConfig
+    from grader.grading.config import GradingOptions
     from grader.paths import PROBLEM_BUNDLES
     from grader.run import plan as batching
     from grader.suite.load import load_suite
 
     suite = load_suite(PROBLEM_BUNDLES / suite_name)
-    base = RunConfig.__dataclass_fields__["base_entry_limits"].default_factory()  # type: ignore[misc]
+    base = GradingOptions(bundle=Path("-"), out_dir=Path("-")).base_entry_limits
     rows = []
     for pid, bundle in suite.problems.items():
         shapes = bundle.problem.shapes

@@ -10,25 +10,30 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Presentation, RunOptions, Scheduling
 from grader.grading.runner import grade_bundle
+from grader.grading.settings import GradingSettings
 from grader.paths import REPO
 from grader.verdicts import Verdict
 
 pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 
 
-def _grade(example: str, tmp_path: Path, **kw: Any):  # type: ignore[no-untyped-def]
+GPU_HOST = GradingSettings(device="cuda", runtime="host")
+
+
+def _grade(example: str, tmp_path: Path, start_ahead: str = "auto"):  # type: ignore[no-untyped-def]
     from grader.intake.tools import create_bundle
 
     bundle = tmp_path / f"{example}.tar"
     create_bundle(REPO / "examples" / example, bundle)
-    return grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
-                                  runtime="host", python=sys.executable, quiet=True, **kw))
+    grading = GradingOptions(bundle=bundle, out_dir=tmp_path / "out", settings=GPU_HOST,
+                             python=sys.executable,
+                             scheduling=Scheduling(start_ahead=start_ahead))
+    return grade_bundle(RunOptions(grading=grading, presentation=Presentation(quiet=True)))
 
 
 def test_triton_example_passes_with_timings_and_own_kernels(tmp_path: Path) -> None:
@@ -61,9 +66,11 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
 
     bundle = tmp_path / "triton.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
-    rep = grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "out", device="cuda",
-                                 runtime="cuda", cuda_base=os.environ["GRADER_CUDA_BASE"],
-                                 python=sys.executable, quiet=True))
+    gpu_cuda = GradingSettings(device="cuda", runtime="cuda")
+    rep = grade_bundle(RunOptions(grading=GradingOptions(
+        bundle=bundle, out_dir=tmp_path / "out", settings=gpu_cuda,
+        cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable),
+        presentation=Presentation(quiet=True)))
     assert rep.environment.is_performance
     for p in rep.problems:
         for s in p.shapes:
@@ -74,8 +81,8 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
     from grader.grading.grader import worker_setup
     from grader.sandbox.docker_engine import get_engine
 
-    cfg = RunConfig(bundle=bundle, out_dir=tmp_path, device="cuda", runtime="cuda",
-                    cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable)
+    cfg = GradingOptions(bundle=bundle, out_dir=tmp_path, settings=gpu_cuda,
+                         cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable)
     sb = worker_setup(cfg, get_engine(), "inspect")
     # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
     assert sb.gpu is not None
@@ -106,8 +113,8 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     from grader.suite.load import load_suite
 
     engine = get_engine()
-    cfg = RunConfig(bundle=tmp_path / "b.tar", out_dir=tmp_path, device="cuda",
-                    runtime="host", python=sys.executable)
+    cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path, settings=GPU_HOST,
+                         python=sys.executable)
     sb = worker_setup(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
     runtime = runtime_for(RuntimeConfig(kind="host", python=sys.executable)).ensure_image(engine)
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]

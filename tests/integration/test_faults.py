@@ -31,9 +31,10 @@ from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import InfraError, UsageError
 from grader.grading.checkpoint import Checkpoint, Finished
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Presentation, RunOptions, Scheduling
 from grader.grading.grader import Grader
 from grader.grading.runner import grade_bundle
+from grader.grading.settings import GradingSettings
 from grader.grading.worker import Worker
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
@@ -79,9 +80,9 @@ def _bundle(tmp_path: Path, *, sleepy: bool = False) -> Path:
     return bundle
 
 
-def _grader(cfg: RunConfig, engine: DockerEngine,
+def _grader(cfg: GradingOptions, engine: DockerEngine,
             progress: Callable[[str], None] = lambda _m: None) -> Grader:
-    return Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), progress)
+    return Grader(cfg, engine, Detector(policy=load_policy(cfg.settings.policy)), progress)
 
 
 def _left(engine: DockerEngine, session: str) -> list[Any]:
@@ -174,8 +175,9 @@ def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path, ah
     the entry ending itself with exit 137, so it is the entry's runtime_error (an infra_error
     would let an entry trade a failure for an unscored retry); the rest is graded (with the
     next problem's containers waiting beside it, too)."""
-    cfg = RunConfig(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out",
-                    start_ahead=ahead, timeout=120.0)
+    cfg = GradingOptions(bundle=_bundle(tmp_path, sleepy=True), out_dir=tmp_path / "out",
+                         scheduling=Scheduling(start_ahead=ahead),
+                         settings=GradingSettings(timeout_s=120.0))
     grader = _grader(cfg, engine)
     with _killing(engine, grader.session, "entry", b"fault-drill: in kernel()") as killed:
         rep = grader.run()
@@ -193,7 +195,8 @@ def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,
     """The engine stops answering after the first problem: the rest are infra_error, the
     first is kept, and --resume (engine back) grades only the rest. (Containers started one
     batch ahead would shift the count of starts: test_start_ahead.py has that case.)"""
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="off")
+    cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out",
+                         scheduling=Scheduling(start_ahead="off"))
     flaky = get_engine()
     real_run = ContainerCollection.run
     calls = [0]
@@ -242,7 +245,8 @@ def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path,
     first; once there is space, --resume grades the rest and writes the reports."""
     out = small_disk / "out"
     bundle = _bundle(tmp_path)
-    cfg = RunConfig(bundle=bundle, out_dir=out, start_ahead="off")  # "rmsnorm: image" below
+    # "rmsnorm: image" below
+    cfg = GradingOptions(bundle=bundle, out_dir=out, scheduling=Scheduling(start_ahead="off"))
 
     def progress(msg: str) -> None:
         if msg.startswith("rmsnorm: image"):
@@ -261,8 +265,9 @@ def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path,
 
     (small_disk / "filler").unlink()
     graded = _count_grading(monkeypatch)
-    rep = grade_bundle(RunConfig(bundle=bundle, out_dir=out, resume=True, quiet=True,
-                                 keep_checkpoint=True))  # kept: read below
+    rep = grade_bundle(RunOptions(grading=GradingOptions(bundle=bundle, out_dir=out, resume=True),
+                                  presentation=Presentation(quiet=True, keep_checkpoint=True)))
+    # the checkpoint kept: read below
     assert graded == ["rmsnorm", "matmul"]
     assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
     assert (out / "report.json").is_file() and (out / "report.html").is_file()
@@ -287,7 +292,8 @@ def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, 
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))
     # One batch ahead, rmsnorm's containers would exist before its "image" line below.
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="off")
+    cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out",
+                         scheduling=Scheduling(start_ahead="off"))
 
     def progress(msg: str) -> None:
         if msg.startswith("rmsnorm: image"):
@@ -337,7 +343,7 @@ def test_a_full_tmpdir_from_the_start_is_an_infra_error(engine, small_disk: Path
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A full $TMPDIR when the bundle is unpacked. (A fresh `python` would not even pick a
     full $TMPDIR: tempfile probes it with a write and falls back to /tmp.)"""
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
+    cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out")
     _fill(small_disk)
     monkeypatch.setattr(tempfile, "tempdir", str(small_disk))
     # The run's own folder (sandbox/runs.py) is the first thing made in $TMPDIR.
@@ -365,8 +371,9 @@ def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ign
              '    print("fault-drill: reference", file=sys.stderr, flush=True)\n'
              '    time.sleep(3)\n')
     ref.write_text(source.replace(anchor, drill + anchor, 1))
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", suite_roots=(suites,),
-                    problems=problems, start_ahead=ahead)  # type: ignore[arg-type]
+    cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out",
+                         suite_roots=(suites,), settings=GradingSettings(problems=problems),
+                         scheduling=Scheduling(start_ahead=ahead))
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
     with _killing(engine, grader.session, "reference", b"fault-drill: reference") as killed:

@@ -22,8 +22,9 @@ from case_pool import CasePool
 from grader.cli.selftest import grade_case
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.grading.grader import Grader
+from grader.grading.settings import GradingSettings
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
 from grader.paths import REPO
@@ -147,10 +148,11 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
     case = HOSTILE / "read_job_for_seeds"
     bundle = tmp_path / "bundle.tar"
     create_bundle(case / "submission", bundle)
-    cfg = RunConfig(bundle=bundle, out_dir=tmp_path / "out", problems=("vector_add",),
-                    seeds=2, seed_secret=secret.hex())
+    cfg = GradingOptions(bundle=bundle, out_dir=tmp_path / "out", seed_secret=secret.hex(),
+                         settings=GradingSettings(problems=("vector_add",), seeds_per_shape=2))
     cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits, memory_bytes=2 << 30))
-    grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.policy)), lambda _m: None)
+    grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.settings.policy)),
+                    lambda _m: None)
     report = grader.run()
     from grader.grading.grader import derive_seed
 

@@ -12,8 +12,9 @@ import pytest
 
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Scheduling
 from grader.grading.grader import Grader
+from grader.grading.settings import GradingSettings
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.verdicts import Verdict
@@ -55,8 +56,8 @@ def test_cli_run_writes_reports_and_reuses_images(engine, runtime, tmp_path: Pat
 def test_seed_secret_reproduces_the_inputs(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bundle = tmp_path / "t.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
-    cfg = RunConfig(bundle=bundle, out_dir=tmp_path, problems=("vector_add",),
-                    seed_secret=bytes(range(32)).hex())
+    cfg = GradingOptions(bundle=bundle, out_dir=tmp_path, seed_secret=bytes(range(32)).hex(),
+                         settings=GradingSettings(problems=("vector_add",)))
     detector = Detector(policy=load_policy("triton"))
     a = Grader(cfg, engine, detector, lambda _m: None).run()
     b = Grader(cfg, engine, detector, lambda _m: None).run()
@@ -68,7 +69,7 @@ def test_seed_secret_reproduces_the_inputs(engine, runtime, tmp_path: Path) -> N
 def test_problems_graded_by_two_workers_keep_their_order(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bundle = tmp_path / "t.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
-    cfg = replace(RunConfig(bundle=bundle, out_dir=tmp_path), jobs=2)
+    cfg = replace(GradingOptions(bundle=bundle, out_dir=tmp_path), scheduling=Scheduling(jobs=2))
     rep = Grader(cfg, engine, Detector(policy=load_policy("triton")), lambda _m: None).run()
     assert [p.id for p in rep.problems] == ["vector_add", "rmsnorm", "matmul"]
     assert {p.verdict for p in rep.problems} == {Verdict.PASSED}

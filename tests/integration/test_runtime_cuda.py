@@ -20,8 +20,9 @@ import pytest
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import ImageBuildError, UsageError
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions
 from grader.grading.grader import Grader
+from grader.grading.settings import GradingSettings
 from grader.intake.tools import create_bundle
 from grader.paths import REPO
 from grader.sandbox.gpus import DRIVER_LIB_DIR
@@ -54,8 +55,9 @@ def test_cuda_runtime_kind_builds_from_a_local_base_and_grades(engine, stand_in,
     assert runtime_for(cfg).ensure_image(engine).built is False  # cached by content hash
     bundle = tmp_path / "t.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
-    run = RunConfig(bundle=bundle, out_dir=tmp_path / "out", problems=("vector_add",),
-                    runtime="cuda", cuda_base=stand_in, python=VENV_PYTHON)
+    run = GradingOptions(bundle=bundle, out_dir=tmp_path / "out",
+                         settings=GradingSettings(problems=("vector_add",), runtime="cuda"),
+                         cuda_base=stand_in, python=VENV_PYTHON)
     assert run.runtime_config == cfg
     rep = Grader(run, engine, Detector(policy=load_policy("triton")), lambda _m: None).run()
     assert [p.verdict for p in rep.problems] == [Verdict.PASSED], rep.problems[0].detail

@@ -21,7 +21,7 @@ from docker.models.containers import ContainerCollection
 from test_faults import ALL, _bundle, _grader, _left, _verdicts
 from test_pair import KERNEL, TIMED, _cases
 
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Scheduling
 from grader.harness.protocol import GATE_FILE, GO_FILE, STANDBY, STANDBY_ENV, TRACED
 from grader.images import ensure, problem_plan
 from grader.model.channel import GateFrame, read_frames
@@ -170,8 +170,9 @@ def test_a_standby_whose_harness_cannot_start_is_unusable(engine, runtime, sb) -
     st.close()
 
 
-def _run(tmp_path: Path, engine: DockerEngine, **kw: Any) -> tuple[Any, list[str], str]:
-    cfg = RunConfig(bundle=_bundle(tmp_path), out_dir=tmp_path / "out", start_ahead="on", **kw)
+def _run(tmp_path: Path, engine: DockerEngine) -> tuple[Any, list[str], str]:
+    cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out",
+                         scheduling=Scheduling(start_ahead="on"))
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
     return grader.run(), lines, grader.session
