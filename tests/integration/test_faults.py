@@ -223,7 +223,8 @@ def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,
 
     # another run's options are refused, saying what differs
     with pytest.raises(UsageError, match="shapes: 'auto' in the checkpoint, 'all' now"):
-        _grader(replace(cfg, resume=True, shapes="all"), engine).run()
+        _grader(replace(cfg, resume=True, settings=cfg.settings.but(shapes="all")),
+                engine).run()
 
     graded = _count_grading(monkeypatch)
     second = _grader(replace(cfg, resume=True), engine)
