@@ -18,8 +18,9 @@ import pytest
 
 from grader.errors import DockerUnavailable, GraderError, UsageError
 from grader.grading import factory
-from grader.grading.config import RunConfig
+from grader.grading.config import GradingOptions, Presentation, RunOptions
 from grader.grading.grader import Grader
+from grader.grading.settings import GradingSettings
 from grader.harness import protocol
 from grader.intake.tools import create_bundle
 from grader.paths import PROBLEM_BUNDLES, REPO
@@ -87,13 +88,15 @@ def test_every_grading_is_built_by_the_factory() -> None:
 
 def test_the_factory_names_the_policy_and_takes_a_given_engine() -> None:
     engine = object()
-    grader = factory.build_grader(RunConfig(bundle=Path("b.tar"), out_dir=Path("o")),
+    grader = factory.build_grader(GradingOptions(bundle=Path("b.tar"), out_dir=Path("o")),
                                   lambda _m: None, engine=engine)  # type: ignore[arg-type]
-    assert grader.engine is engine and grader.detector.policy.name == grader.cfg.policy
+    assert (grader.engine is engine
+            and grader.detector.policy.name == grader.cfg.settings.policy)
     with pytest.raises(GraderError, match="no-such-policy"):
-        factory.build_grader(RunConfig(bundle=Path("b.tar"), out_dir=Path("o"),
-                                       policy="no-such-policy"), lambda _m: None,
-                             engine=engine)  # type: ignore[arg-type]
+        factory.build_grader(GradingOptions(
+            bundle=Path("b.tar"), out_dir=Path("o"),
+            settings=GradingSettings(policy="no-such-policy")), lambda _m: None,
+            engine=engine)  # type: ignore[arg-type]
 
 
 def test_grader_run_opens_and_hashes_the_bundle_once(
@@ -132,8 +135,9 @@ def test_grader_run_opens_and_hashes_the_bundle_once(
     monkeypatch.setattr(Grader, "reap", lambda self: None)
     monkeypatch.setattr(Grader, "grade", grade)
     with pytest.raises(UsageError, match="stop here"):
-        runner.grade_bundle(RunConfig(bundle=bundle, out_dir=tmp_path / "out", suite="demo",
-                                      quiet=True))
+        runner.grade_bundle(RunOptions(
+            grading=GradingOptions(bundle=bundle, out_dir=tmp_path / "out"),
+            presentation=Presentation(quiet=True), suite="demo"))
     assert opened == [bundle] and keys == [sha] and graded == [sha]
     assert all(not _called(t, "open_bundle") for m, t in _modules().items()
                if m in ("grading/runner.py", "intake/packing.py"))
