@@ -71,6 +71,8 @@ def test_a_stopped_round_prints_what_it_has(  # type: ignore[no-untyped-def]
         proc.kill()
     assert proc.returncode == 0, stdout[-3000:] + stderr[-3000:]
     assert "stopped on request (SIGUSR1)" in stdout
-    assert "| hung | cut short |" in stdout and "| torch-fallback | not started |" in stdout
+    table = [line for line in stdout.splitlines() if line.startswith("| ")]
+    assert "| hung | cut short |" in stdout and "| torch-fallback | not started |" in stdout, (
+        "\n".join(table) + "\n" + stderr[-3000:])
     # SIGINT first (the grader's own clean-up), then what a dead grader left reaped
     assert "stopped; left by the round and removed:" in stdout
