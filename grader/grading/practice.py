@@ -45,9 +45,11 @@ def _problem(p: ProblemResult) -> ProblemResult:
 
 
 def practice_view(report: Report, suite: Suite, profile: HardwareProfile) -> Report:
-    """`report` as a practice run shows it: scored with uniform weights, no hidden shape
-    counted, the suite's weights named as the practice's."""
-    from grader.scoring.apply import score_report
+    """`report` (graded: its physical floor applied) as a practice run shows it: its score card
+    again, under uniform weights, no hidden shape counted, the suite's weights named as the
+    practice's. Only the card is computed again: the floor is the Grader's, applied once
+    (issue 33: scoring the report again here carried TM913 twice)."""
+    from grader.scoring.apply import with_score_card
 
     uniform = suite.weights.model_copy(update={"version": WEIGHTS, "source": "",
                                                "weights": []})
@@ -56,4 +58,4 @@ def practice_view(report: Report, suite: Suite, profile: HardwareProfile) -> Rep
         "summary": report.summary.model_copy(update={"shapes_graded": "public",
                                                      "ungraded_shapes": 0}),
         "suite": report.suite.model_copy(update={"weights_version": WEIGHTS})})
-    return score_report(report, replace(suite, weights=uniform), profile, include_smoke=True)
+    return with_score_card(report, replace(suite, weights=uniform), profile, include_smoke=True)

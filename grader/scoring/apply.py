@@ -22,8 +22,11 @@ def profile_for_device(device_name: str) -> str | None:
 
 
 def _floor(shape: ShapeResult, t_roofline_s: float) -> ShapeResult:
-    """A time under the roofline is physically impossible: the evidence was tampered with."""
-    if shape.timing is None or shape.timing.median_us * 1e-6 >= t_roofline_s:
+    """A time under the roofline is physically impossible: the evidence was tampered with.
+    Idempotent: a shape that already carries TM913 is returned as it is (issue 33: a practice
+    run scored the report twice and carried TM913 twice)."""
+    if (shape.timing is None or shape.timing.median_us * 1e-6 >= t_roofline_s
+            or any(f.rule == "TM913" for f in shape.findings)):
         return shape
     finding = Finding(rule="TM913", severity=Severity.TAMPERING, layer=Layer.DYNAMIC,
                       message=f"measured {shape.timing.median_us:.2f} µs, below the roofline "
@@ -36,17 +39,30 @@ def score_report(report: Report, suite: Suite, profile: HardwareProfile, *,
                  include_smoke: bool | None = None) -> Report:
     """The report with the physical floor applied and its score card; `include_smoke`
     (default: on a non-performance profile) scores smoke shapes too."""
+    return with_score_card(apply_floor(report, suite, profile), suite, profile,
+                           include_smoke=include_smoke)
+
+
+def apply_floor(report: Report, suite: Suite, profile: HardwareProfile) -> Report:
+    """The report with each time under its roofline judged tampering (TM913), on a
+    performance profile; applying it again changes nothing."""
     problems: list[ProblemResult] = []
     for pr in report.problems:
-        bundle = suite.problems[pr.id].problem
-        by_id = {s.id: s for s in bundle.shapes}
+        problem = suite.problems[pr.id].problem
+        by_id = {s.id: s for s in problem.shapes}
         shapes = pr.shapes
         if profile.is_performance:
-            shapes = [_floor(s, roofline(bundle, by_id[s.id], profile).t_s) for s in shapes]
+            shapes = [_floor(s, roofline(problem, by_id[s.id], profile).t_s) for s in shapes]
         problems.append(pr.model_copy(update={
             "shapes": shapes, "verdict": worst([s.verdict for s in shapes]) if shapes
             else pr.verdict}))
-    report = report.model_copy(update={"problems": problems})
+    return report.model_copy(update={"problems": problems})
+
+
+def with_score_card(report: Report, suite: Suite, profile: HardwareProfile, *,
+                    include_smoke: bool | None = None) -> Report:
+    """The report with its score card under `suite.weights`, its verdicts as they are (the
+    floor is apply_floor's)."""
     reference_s = {(p.id, s.id): s.reference_timing.median_us * 1e-6
                    for p in report.problems for s in p.shapes if s.reference_timing}
     inputs = score_inputs(report, {pid: b.problem for pid, b in suite.problems.items()}, profile,

@@ -75,3 +75,22 @@ def test_time_below_the_roofline_is_tampering() -> None:
 def test_cpu_interpreter_applies_no_floor() -> None:
     scored = score_report(_report(50.0), SUITE, load_hardware("cpu-interpreter"))
     assert scored.problems[0].verdict == Verdict.PASSED
+
+
+def test_practice_view_carries_the_floor_once() -> None:
+    """A practice run scored the report again (practice_view), and the floor added TM913 a
+    second time (issue 33): the floor is applied once, however often the report is scored."""
+    from grader.grading.practice import practice_view
+
+    h200 = load_hardware("h200")
+    viewed = practice_view(score_report(_report(50.0), SUITE, h200), SUITE, h200)
+    shape = viewed.problems[0].shapes[0]
+    assert [f.rule for f in shape.findings].count("TM913") == 1
+    assert shape.verdict == Verdict.TAMPERING and viewed.scores is not None
+
+
+def test_the_floor_is_idempotent() -> None:
+    h200 = load_hardware("h200")
+    once = score_report(_report(50.0), SUITE, h200)
+    twice = score_report(once, SUITE, h200)
+    assert twice.problems[0].shapes[0].findings == once.problems[0].shapes[0].findings
