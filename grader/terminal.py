@@ -4,7 +4,7 @@ Tables (leaderboard, compare, hardware list, roofline derive) are rich tables: o
 they fit its width, a long cell folding onto a second line rather than being cut or running
 into its neighbour; piped or in a file they take their natural width, one row a line, with
 no colour and no escape codes, so that scripts and CI logs read plain text. Progress
-(grading/progress.py) is a live bar on a terminal and plain lines when piped.
+(cli/progress.py) is a live bar on a terminal and plain lines when piped.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from grader.cli.options import (
     suites_option,
     with_options,
 )
+from grader.cli.progress import LOG_FORMATS
 from grader.errors import GraderError
-from grader.grading.progress import LOG_FORMATS
 from grader.report.render import FORMATS
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         keywords: tuple[str, ...], rerun_failed: bool) -> None:
     """Grade a submission and write reports: BUNDLE (a tar), a FOLDER (submission.toml and
     kernels/, packed on the fly), or one KERNEL.py with --problem ID --suite SUITE."""
+    from grader.cli.progress import for_cli
     from grader.grading.config import Presentation, RunOptions, Scheduling
     from grader.grading.runner import failed_summary, grade_bundle
 
@@ -159,7 +160,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
 
         cfg, said = last_failed(cfg)
         click.echo(said, err=True)
-    grade_bundle(cfg)
+    grade_bundle(cfg, for_cli(log_format, quiet=quiet, json_out=as_json))
 
 
 @cli.command()

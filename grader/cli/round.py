@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from grader.cli.options import settings_options, suites_option, with_options
-from grader.grading.progress import LOG_FORMATS
+from grader.cli.progress import LOG_FORMATS, for_cli
 
 if TYPE_CHECKING:
     from grader.round.model import Board
@@ -97,10 +97,9 @@ def grade(quiet: bool, log_format: str, **options: Any) -> None:
     """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
     folder, then write its leaderboard (json, md, html). A folder where `grader round commit`
     was run grades under its commitment, or not at all."""
-    from grader.grading.progress import Progress
     from grader.round.run import run_round
 
-    board = run_round(_request(**options), Progress.for_cli(log_format, quiet=quiet))
+    board = run_round(_request(**options), for_cli(log_format, quiet=quiet))
     for line in board_lines(board):
         click.echo(line)
     click.echo(f"each entry's report: {options['out_dir'] / 'entries'}/ENTRY/report.json "
@@ -131,11 +130,10 @@ def commit(quiet: bool, log_format: str, **options: Any) -> None:
     write -o/commitment.json, to publish: the secret's sha256, the suite's content hash, the
     settings and the images (built if missing). `grader round ... -o` the same folder with
     the same options then grades under it, and refuses anything else."""
-    from grader.grading.progress import Progress
     from grader.round.run import commit_round
 
     req = _request(**options)
-    c, sha = commit_round(req, Progress.for_cli(log_format, quiet=quiet))
+    c, sha = commit_round(req, for_cli(log_format, quiet=quiet))
     click.echo(f"commitment: {req.out_dir / 'commitment.json'} (sha256 {sha}): publish it")
     click.echo(f"secret: {req.out_dir / 'seed.secret'} (keep it private until the round ends)")
     for role, image in c.images.items():
@@ -206,7 +204,6 @@ def verify_report_cmd(report: Path, secret: str, bundle: Path | None,
     noise (exit 6 on a mismatch; a secret that is not the report's is refused, exit 2)."""
     from grader.cli.options import gpu_list
     from grader.errors import RoundMismatch
-    from grader.grading.progress import Progress
     from grader.round.reproduce import VerifyRequest, verify_report
 
     req = VerifyRequest(report=report, secret_hex=secret, bundle=bundle,
@@ -214,7 +211,7 @@ def verify_report_cmd(report: Path, secret: str, bundle: Path | None,
                         cuda_base=cuda_base, timeout=timeout, noise_scale=noise_scale,
                         keep=keep,
                         gpus=gpu_list(click.get_current_context(), None, gpus) or (0,))  # type: ignore[arg-type]
-    old, new, got = verify_report(req, Progress.for_cli(log_format, quiet=quiet))
+    old, new, got = verify_report(req, for_cli(log_format, quiet=quiet))
     click.echo(f"{old.submission.name}: the secret matches the report's seed commitment; "
                f"graded again on {new.environment.device}")
     click.echo(f"compared: {got.timings}")

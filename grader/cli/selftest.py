@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grader.grading.config import GradingOptions
 from grader.grading.factory import build_grader
+from grader.grading.progress import Progress
 from grader.grading.settings import GradingSettings
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
@@ -66,7 +67,7 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path,
     if target.device == "cpu":  # on a GPU, a CUDA context needs the larger defaults
         cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits,
                                                      memory_bytes=2 << 30))
-    grader = build_grader(cfg, lambda _m: None, engine=engine)
+    grader = build_grader(cfg, Progress(), engine=engine)
     report = grader.run()
     left = engine.client.containers.list(
         all=True, filters={"label": f"grader.session={grader.session}"})

@@ -12,7 +12,7 @@ worker.py      one worker (a GPU or a CPU slot): its problems, batch by batch, e
 planned.py     a problem made ready for a worker: image, cases, batches, results so far
 checkpoint.py  resuming an interrupted run
 phases.py      where a problem's time went
-progress.py    progress lines and bars
+progress.py    `Progress`: the records and lines a run has for its user (the CLI shows them)
 outdir.py      one run's output folder
 practice.py    `--practice`: public shapes only
 last_failed.py `--last-failed`: only what did not pass the run before

@@ -15,7 +15,8 @@ from dataclasses import replace
 from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.grading.config import GradingOptions
-from grader.grading.grader import Grader, Progress, worker_setup
+from grader.grading.grader import Grader, worker_setup
+from grader.grading.progress import Progress
 from grader.run.jobs import WorkerSetup
 from grader.sandbox.docker_engine import get_engine
 from grader.sandbox.engine import ContainerEngine

@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -21,6 +21,7 @@ from grader.detect.detector import Detector
 from grader.errors import ExposedHostPath, InfraError, UsageError
 from grader.grading.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.grading.config import GradingOptions
+from grader.grading.progress import Progress
 from grader.grading.selection import shapes_graded
 from grader.grading.settings import GradingSettings
 from grader.grading.worker import (
@@ -59,7 +60,6 @@ __all__ = [
     "worker_setup",
 ]
 
-Progress = Callable[[str], None]
 TMP_HINT = "free space in the temporary folder ($TMPDIR), then run again"
 
 

@@ -1,17 +1,13 @@
-"""Progress of a long run: which problem, which stage, how long so far, how long to go.
+"""Progress of a long run, and what a run has to tell its user: the one channel from grading
+(and the rounds built on it) to the command line (issue 33: only `cli/` prints).
 
-The grading loop (grade.Grader) reports with a plain `progress(msg: str)` callable and knows
-nothing about terminals or log formats. `Progress` is that callable: it records the stage and
-decides how (or whether) to show it, by mode:
-
-- ``live``: on a terminal, a live bar (rich, grader/terminal.py): spinner, the current
-  message, problems done of planned, elapsed time and ETA; each finished problem leaves a
-  line above it.
-- ``human``: plain lines, one per stage, e.g. ``[grader 0:42 eta 1:10 2/3 done] rmsnorm:
-  entry``: what ``live`` degrades to when stderr is not a terminal (a pipe, a CI log), with no
-  escape codes.
-- ``json``: one JSON object per line on stderr (``--log-format json``), for machines.
-- ``off``: nothing (``--quiet``).
+`Progress` records: which problem, which stage, how long so far, how long to go. The grading
+loop (grading/grader.py) reports with a plain `progress(msg)` call and knows nothing about
+terminals or log formats; lines for the user (a warning, the summary, the reports' paths) go
+through `progress.say(text, kind)`. Each record goes to a `Sink`, which decides how (or
+whether) to show it: the command line's sink (grader/cli/progress.py) draws a live bar, plain
+lines or JSON lines on stderr, and prints what is said on stdout or stderr. With no sink,
+nothing is shown (the records are kept in `events`).
 
 The problem and stage come from keyword arguments when the caller gives them. Otherwise a
 message that starts with ``<planned problem id>: `` names its problem, and its next word names
@@ -20,40 +16,28 @@ the stage when it is one of `STAGES`; nothing else in the message is interpreted
 Problems may be graded concurrently (one worker per GPU, or --jobs on the CPU), so messages of
 several problems interleave and come from several threads. A problem counts as done when it
 says ``<id>: done``; failing that, a worker holds at most two problems (the one it grades, and
-the next, taken early to start its containers: grader/grading/worker.py), so with W workers at least
-(started - 2W) problems are done. The ETA is by problems
-done: the rate since the first problem started, applied to the problems left.
+the next, taken early to start its containers: grader/grading/worker.py), so with W workers at
+least (started - 2W) problems are done. The ETA is by problems done: the rate since the first
+problem started, applied to the problems left.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Literal, TextIO
+from typing import Literal, Protocol
 
-Mode = Literal["live", "human", "json", "off"]
-LogFormat = Literal["human", "json"]
-LOG_FORMATS: tuple[str, ...] = ("human", "json")
 # The stages of one problem, in order; "runtime" is the run-wide image before any problem.
 STAGES: tuple[str, ...] = ("runtime", "image", "reference", "entry", "timing", "done")
 BATCH = re.compile(r" \[\d+/\d+\]$")
-
-
-def choose_mode(log_format: str, *, quiet: bool, stream: TextIO) -> Mode:
-    """`--quiet` silences everything; JSON lines always print; a live bar on a terminal,
-    plain lines otherwise."""
-    if quiet:
-        return "off"
-    if log_format == "json":
-        return "json"
-    isatty = getattr(stream, "isatty", None)
-    return "live" if callable(isatty) and isatty() else "human"
+# What a line said to the user is: a note (a warning, an aside: stderr), a line of the
+# command's result (stdout; stderr under --json), or the --json summary object (stdout).
+Said = Literal["note", "result", "json"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,31 +59,32 @@ class Event:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def _clock(seconds: float) -> str:
-    s = int(seconds + 0.5)
-    h, rest = divmod(s, 3600)
-    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+class Sink(Protocol):
+    """Where a run's records go: the command line's (grader/cli/progress.py), or a test's."""
 
+    @property
+    def shows_progress(self) -> bool:
+        """Whether progress records are shown (a run then plans its problems for the counts
+        and the ETA)."""
+        ...
 
-def human_line(ev: Event) -> str:
-    head = f"[grader {_clock(ev.elapsed_s)}"
-    if ev.eta_s is not None:
-        head += f" eta {_clock(ev.eta_s)}"
-    if ev.event == "finish":
-        return f"{head}] done: {ev.done}/{ev.total} problem(s)"
-    if ev.total:
-        head += f" {ev.done}/{ev.total} done"
-    return f"{head}] {ev.message}"
+    def show(self, event: Event) -> None: ...
+
+    def say(self, text: str, kind: Said) -> None: ...
+
+    def close(self) -> None:
+        """The run is over or failed: give the terminal back (a live bar stops)."""
+        ...
 
 
 class Progress:
-    """The `progress(msg)` callable handed to the grading loop; see the module docstring."""
+    """The `progress(msg)` callable handed to the grading loop, and its `say`; see the module
+    docstring."""
 
-    def __init__(self, mode: Mode = "off", *, stream: TextIO | None = None,
+    def __init__(self, sink: Sink | None = None, *,
                  clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        self.mode: Mode = mode
-        self.stream = stream if stream is not None else sys.stderr
+        self.sink = sink
         self.clock = clock
         self.now = now
         self.started = clock()
@@ -114,12 +99,10 @@ class Progress:
         # The ETA counts from the first problem: the run-wide runtime image (built once, maybe
         # for minutes) says nothing about how long a problem takes.
         self.first_problem_at: float | None = None
-        self.bar: LiveBar | None = None  # mode live, once the first event came
 
-    @classmethod
-    def for_cli(cls, log_format: str, *, quiet: bool, stream: TextIO | None = None) -> Progress:
-        out = stream if stream is not None else sys.stderr
-        return cls(choose_mode(log_format, quiet=quiet, stream=out), stream=out)
+    @property
+    def shown(self) -> bool:
+        return self.sink is not None and self.sink.shows_progress
 
     # -- what the run tells us ------------------------------------------------------------
 
@@ -146,6 +129,12 @@ class Progress:
             self.problem, self.stage = problem, stage
             self._emit("stage", msg, shape=shape)
 
+    def say(self, text: str, kind: Said = "result") -> None:
+        """A line for the user, shown whatever the progress mode (`--quiet` too)."""
+        if self.sink is not None:
+            with self.lock:
+                self.sink.say(text, kind)
+
     def finish(self) -> None:
         with self.lock:
             self.problem, self.stage = None, None
@@ -153,12 +142,11 @@ class Progress:
         self.close()
 
     def close(self) -> None:
-        """Stop the live bar, if any (also when the run failed): the terminal gets its cursor
-        back."""
-        with self.lock:
-            if self.bar is not None:
-                self.bar.stop()
-                self.bar = None
+        """Tell the sink the run is over (also when it failed): a live bar gives the terminal
+        its cursor back."""
+        if self.sink is not None:
+            with self.lock:
+                self.sink.close()
 
     # -- derived numbers ------------------------------------------------------------------
 
@@ -199,54 +187,5 @@ class Progress:
                    eta_s=None if eta is None else round(eta, 1),
                    ts=self.now().isoformat().replace("+00:00", "Z"))
         self.events.append(ev)
-        if self.mode == "off":
-            return
-        if self.mode == "live":
-            self._live(ev)
-            return
-        line = ev.as_json() if self.mode == "json" else human_line(ev)
-        try:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed pipe must not fail a grading run
-            self.mode = "off"
-
-    def _live(self, ev: Event) -> None:
-        try:
-            if self.bar is None:
-                self.bar = LiveBar(self.stream)
-            self.bar.show(ev)
-        except (OSError, ValueError):  # a closed terminal must not fail a grading run
-            self.mode = "off"
-
-
-class LiveBar:
-    """The live display of mode `live` (rich): one bar over the problems planned."""
-
-    def __init__(self, stream: TextIO) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            SpinnerColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-        from rich.progress import Progress as Bar
-
-        console = Console(file=stream, force_terminal=True, highlight=False, markup=False)
-        self.bar = Bar(SpinnerColumn(), TextColumn("{task.description}", markup=False),
-                       BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       TextColumn("eta {task.fields[eta]}", markup=False), console=console)
-        self.task = self.bar.add_task("grading", total=None, eta="-")
-        self.bar.start()
-
-    def show(self, ev: Event) -> None:
-        if (ev.event == "stage" and ev.stage == "done") or ev.event == "finish":
-            self.bar.console.print(human_line(ev))
-        self.bar.update(self.task, description=ev.message, completed=ev.done,
-                        total=ev.total or None,
-                        eta="-" if ev.eta_s is None else _clock(ev.eta_s))
-
-    def stop(self) -> None:
-        self.bar.stop()
+        if self.sink is not None:
+            self.sink.show(ev)

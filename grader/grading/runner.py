@@ -6,8 +6,6 @@ import ast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import click
-
 from grader.errors import GraderError, ReferenceFailed, VerdictGate
 from grader.grading import outdir
 from grader.grading.checkpoint import host_fs
@@ -80,13 +78,13 @@ def failed_references(rep: Report, suite: Suite | None) -> ReferenceFailed | Non
         "with `grader suite check SUITE`, then grade again")
 
 
-def _unknown_problems(sub: Submission, suite: Suite) -> None:
+def _unknown_problems(sub: Submission, suite: Suite, progress: Progress) -> None:
     """Say so when the bundle has kernels for problems the suite lacks: run grades only the
     suite's problems (issue 23, item 10: they were ignored silently)."""
     extra = [p for p in sub.manifest.problems if p not in suite.problems]
     if extra:
-        click.echo(f"warning: not in suite {suite.id}, not graded: {', '.join(extra)} "
-                   f"(its problems: {', '.join(suite.problems)})", err=True)
+        progress.say(f"warning: not in suite {suite.id}, not graded: {', '.join(extra)} "
+                     f"(its problems: {', '.join(suite.problems)})", "note")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +96,9 @@ class Graded:
 
 def grade_bundle(opts: RunOptions, progress: Progress | None = None) -> Report:
     """Grade `opts.grading.bundle`: a tar, or a folder or one kernel file packed on the fly.
-    With --json, one summary object goes to stdout, also when the run fails."""
+    What the user reads (progress, the summary, the reports' paths; with --json, one summary
+    object, also when the run fails) goes through `progress` (the command line's prints it)."""
+    progress = progress if progress is not None else Progress()
     g, show = opts.grading, opts.presentation
     # One kernel file: the texts name it as given, not the path the packing gives it.
     shown_as = str(g.bundle) if g.bundle.suffix == ".py" else None
@@ -110,14 +110,14 @@ def grade_bundle(opts: RunOptions, progress: Progress | None = None) -> Report:
         # Nothing graded: md, html and junit say why, for a CI job's summary and test results
         # (a folder holding a report is left as it is).
         for fmt, path in write_not_graded(ErrorInfo.of(exc), g.out_dir, show.formats).items():
-            click.echo(f"{fmt}: {path} (not graded)", err=True)
+            progress.say(f"{fmt}: {path} (not graded)", "note")
         if show.json:
-            click.echo(failed_summary(exc, practice=show.practice))
+            progress.say(failed_summary(exc, practice=show.practice), "json")
         raise
     if show.json:
         paths = {fmt: str(p) for fmt, p in graded.paths.items()}
-        click.echo(run_summary(graded.report, paths, graded.error, practice=show.practice)
-                   .model_dump_json(indent=2))
+        progress.say(run_summary(graded.report, paths, graded.error, practice=show.practice)
+                     .model_dump_json(indent=2), "json")
     if graded.error is not None:
         raise graded.error
     return graded.report
@@ -129,22 +129,20 @@ def failed_summary(exc: GraderError, *, practice: bool) -> str:
                       practice=practice).model_dump_json(indent=2)
 
 
-def _grade(opts: RunOptions, progress: Progress | None, *, shown_as: str | None,
+def _grade(opts: RunOptions, progress: Progress, *, shown_as: str | None,
            source: Path) -> Graded:
     """Grade `opts.grading.bundle` (packed from `source`), opened once in the run's work
     folder: the suite's checks, the output folder's key and the grading all take that one
     opened submission (issue 33)."""
     cfg, show = opts.grading, opts.presentation
-    if progress is None:
-        progress = Progress.for_cli(show.log_format, quiet=show.quiet)
     grader = build_grader(cfg, progress)
     with grader.workspace() as work:
         sub, suite = grader.open(work)
         same_suite(sub, opts.suite, source)
         check_references(suite, planned_problems(cfg, suite))
-        _unknown_problems(sub, suite)
+        _unknown_problems(sub, suite, progress)
         outdir.prepare(cfg.out_dir, sub.sha256, resume=cfg.resume, force=show.force)
-        if progress.mode != "off":
+        if progress.shown:
             workers = len(cfg.scheduling.slots(cfg.settings.device))
             progress.plan(planned_problems(cfg, suite), workers=workers)
         try:
@@ -161,14 +159,14 @@ def _grade(opts: RunOptions, progress: Progress | None, *, shown_as: str | None,
                  hint="every graded problem is kept in the checkpoint: free space, then run "
                  "the same command with --resume to write the reports"):
         paths = write_reports(rep, cfg.out_dir, list(show.formats), public=show.public)
-    click.echo(summary_line(rep), err=show.json)
+    progress.say(summary_line(rep))
     # What did not pass, where in the entry's file and why (issue 34: only report.json said).
     lines = (diagnostics(rep) if show.practice
              else failure_lines(public_view(rep) if show.public else rep))
     for line in lines:
-        click.echo(line, err=show.json)
+        progress.say(line)
     for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}", err=show.json)
+        progress.say(f"{fmt}: {path}")
     outdir.finish(cfg.out_dir, rep, keep_checkpoint=show.keep_checkpoint)
     error: GraderError | None = failed_references(rep, suite)
     if error is None:

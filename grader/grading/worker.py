@@ -41,6 +41,7 @@ from grader.grading.checkpoint import Finished
 from grader.grading.config import Scheduling
 from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Claim, Planned
+from grader.grading.progress import Progress
 from grader.grading.selection import nothing_graded, select_shapes
 from grader.grading.settings import GradingSettings, Narrowing
 from grader.images import ensure, problem_plan
@@ -119,7 +120,7 @@ class GradingContext:
     entry_limits: Limits
     reference_limits: Limits
     detector: Detector
-    progress: Callable[[str], None]
+    progress: Progress
     secret: bytes
     references: References | None = None
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from grader import __version__
@@ -27,6 +26,7 @@ from grader.errors import UsageError
 from grader.files import atomic_write
 from grader.grading.checkpoint import commitment, host_fs
 from grader.grading.config import GradingOptions
+from grader.grading.progress import Progress
 from grader.images import ensure, problem_plan
 from grader.model.results import Report
 from grader.round.model import Commitment, ImageRef, Settings, SuiteRef
@@ -34,8 +34,6 @@ from grader.round.store import RoundDir
 from grader.sandbox.docker_engine import DockerEngine, get_engine
 from grader.sandbox.runtimes import runtime_for
 from grader.suite.load import Suite
-
-Progress = Callable[[str], None]
 
 
 def round_images(engine: DockerEngine, run: GradingOptions, suite: Suite,

@@ -13,7 +13,7 @@ from grader.errors import GraderError, ProblemError, UsageError
 from grader.grading.checkpoint import CHECKPOINT_DIR
 from grader.grading.config import GradingOptions
 from grader.grading.factory import build_grader
-from grader.grading.grader import Progress
+from grader.grading.progress import Progress
 from grader.model.results import Report
 from grader.round.model import Outcome, RefUse
 from grader.round.refcache import ReferenceCache

@@ -71,7 +71,7 @@ def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: st
     if req.settings.device == "cuda":
         given = tuple(int(g) for g in ray.get_gpu_ids()) or req.scheduling.gpus
         req = replace(req, scheduling=replace(req.scheduling, gpus=given))
-    got = grade_entry(name, req, base / ".references" if shared else None, Progress("off"),
+    got = grade_entry(name, req, base / ".references" if shared else None, Progress(),
                       node=node)
     if got.report is not None:  # the driver has it now: its checkpoint (and secret) go
         shutil.rmtree(work, ignore_errors=True)
@@ -89,7 +89,7 @@ class _Run:
 
 
 def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list[ManifestEntry],
-                 secret: bytes, progress: Any) -> None:
+                 secret: bytes, progress: Progress) -> None:
     """Submit one task per entry of `todo`; write each result as it comes back."""
     from grader.paths import PROBLEM_BUNDLES
 
@@ -116,7 +116,7 @@ def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list
             done, _ = ray.wait(list(pending), num_returns=1)
             name = pending.pop(done[0])
             got = _result(ray, done[0], name)
-            out = record(rd, req, got)
+            out = record(rd, req, got, progress)
             progress(f"entry {name}: {out.status} on node {out.node}"
                      + (f" ({out.error})" if out.error else ""))
     finally:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -37,6 +36,7 @@ from pydantic import ValidationError
 from grader.errors import InfraError, UsageError
 from grader.grading.checkpoint import commitment
 from grader.grading.config import GradingOptions, Scheduling
+from grader.grading.progress import Progress
 from grader.grading.selection import select_shapes
 from grader.grading.settings import Device, GradingSettings, ShapeSelection
 from grader.intake.bundle import open_bundle
@@ -53,7 +53,6 @@ from grader.suite.load import Suite, find_suite
 from grader.suite.roots import suite_roots
 from grader.verdicts import Verdict
 
-Progress = Callable[[str], None]
 SELECTIONS: tuple[ShapeSelection, ...] = ("auto", "smoke", "scored", "all")
 
 

@@ -8,10 +8,9 @@ import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import click
-
 from grader.grading.checkpoint import host_fs
 from grader.grading.config import GradingOptions
+from grader.grading.progress import Progress
 from grader.report.render import write_reports
 from grader.round.commit import report_differences
 from grader.round.entry import Graded
@@ -55,7 +54,7 @@ def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret:
                    resume=False)
 
 
-def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
+def record(rd: RoundDir, req: RoundRequest, got: Graded, progress: Progress) -> Outcome:
     """Write an entry's reports, then its outcome (the checkpoint says graded only once its
     report.json is whole)."""
     outcome = got.outcome
@@ -66,8 +65,8 @@ def record(rd: RoundDir, req: RoundRequest, got: Graded) -> Outcome:
         committed = rd.load_commitment()
         if committed is not None:
             for diff in report_differences(committed, got.report, ids=outcome.node is None):
-                click.echo(f"warning: {outcome.name}: not the committed image: {diff}",
-                           err=True)
+                progress.say(f"warning: {outcome.name}: not the committed image: {diff}",
+                             "note")
     rd.save_outcome(outcome)
     # The entry's grading kept a copy of the round's secret beside its own checkpoint
     # (grading/checkpoint.py); the round passes the secret to every grading, so the copy serves

@@ -18,12 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 
-import click
-
 from grader import __version__
 from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
 from grader.grading.checkpoint import commitment, host_fs
-from grader.grading.grader import Progress
+from grader.grading.progress import Progress
 from grader.model.results import Report
 from grader.round.board import build_board
 from grader.round.commit import (
@@ -207,7 +205,7 @@ def grade_here(req: RoundRequest, rd: RoundDir, todo: list[ManifestEntry], secre
             run = replace(run, scheduling=replace(run.scheduling, gpus=gpu))
         got = grade_entry(entry.name, run, cache, progress)
         with lock:
-            out = record(rd, req, got)
+            out = record(rd, req, got, progress)
         progress(f"entry {entry.name}: {out.status}" + (f" ({out.error})" if out.error else ""))
 
     if queue:
@@ -272,7 +270,7 @@ def run_round(req: RoundRequest, progress: Progress) -> Board:
     board = finish(rd, manifest)
     failed = [r.entry for r in board.rows if r.status == "failed"]
     for fname, _ in RENDERERS.values():
-        click.echo(f"{fname.split('.')[-1]}: {rd.root / fname}")
+        progress.say(f"{fname.split('.')[-1]}: {rd.root / fname}")
     if failed:
         raise InfraError(f"{len(failed)} entr{'y' if len(failed) == 1 else 'ies'} not graded "
                          f"(the grader's failure): {', '.join(failed[:5])}",

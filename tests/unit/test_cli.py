@@ -150,7 +150,7 @@ def test_gpus_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     seen = []
     monkeypatch.setattr(grader.grading.runner, "grade_bundle",
-                        lambda req: seen.append(req.grading.scheduling.gpus))
+                        lambda req, progress: seen.append(req.grading.scheduling.gpus))
     for args, gpus in ((["--gpus", "1, 0,3"], (1, 0, 3)), (["--gpu", "2", "--gpu", "2"], (2,)),
                        ([], (0,))):
         res = CliRunner().invoke(cli, ["run", str(tmp_path / "b.tar"), *args])

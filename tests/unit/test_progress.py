@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.grading.progress import Progress, choose_mode, human_line
+from grader.cli.progress import Terminal, choose_mode, for_cli, human_line
+from grader.grading.progress import Progress
 
 # What the grader says today, in order, for a suite of three problems graded by one worker:
 # it takes each next problem (its image) before the last batch of the one before, so that it
@@ -37,7 +38,7 @@ class FakeClock:
 
 
 def _progress(mode: str, stream: io.StringIO, clock: FakeClock) -> Progress:
-    return Progress(mode, stream=stream, clock=clock,  # type: ignore[arg-type]
+    return Progress(Terminal(mode, stream=stream), clock=clock,  # type: ignore[arg-type]
                     now=lambda: datetime(2026, 1, 5, 10, 0, tzinfo=UTC))
 
 
@@ -133,7 +134,7 @@ def test_unplanned_run_has_no_eta_and_a_closed_stream_does_not_raise() -> None:
     assert p.events[-1].eta_s is None and p.events[-1].total == 0
     stream.close()
     p("x: entry")  # must not raise: progress never fails a run
-    assert p.mode == "off"
+    assert isinstance(p.sink, Terminal) and p.sink.mode == "off"
 
 
 def test_hours_in_clock() -> None:
@@ -184,7 +185,7 @@ def test_grade_bundle_wires_progress_through_the_grading_loop(
     monkeypatch.setattr(runner, "write_reports",
                         lambda rep, out, fmts, public=False: out.mkdir() or {})
     out = io.StringIO()
-    progress = Progress("json", stream=out)
+    progress = Progress(Terminal("json", stream=out))
     runner.grade_bundle(RunOptions(grading=GradingOptions(bundle=bundle, out_dir=tmp_path / "r")),
                         progress)
     assert seen == [progress]
@@ -217,7 +218,8 @@ def test_threads_can_report_at_once() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     ids = [f"p{i}" for i in range(16)]
-    p = Progress("json", stream=io.StringIO())
+    out = io.StringIO()
+    p = Progress(Terminal("json", stream=out))
     p.plan(ids, workers=4)
 
     def one(pid: str) -> None:
@@ -227,7 +229,7 @@ def test_threads_can_report_at_once() -> None:
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(one, ids))
     p.finish()
-    lines = [json.loads(line) for line in p.stream.getvalue().splitlines()]  # type: ignore[attr-defined]
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) == 2 + 4 * len(ids)
     assert sorted(p.finished) == sorted(ids) and lines[-1]["done"] == 16
 
@@ -240,13 +242,13 @@ def test_live_mode_draws_a_bar_and_leaves_a_line_per_finished_problem() -> None:
     assert "\x1b[" in text  # a terminal's escape codes: the live bar
     for pid in ("vector_add", "rmsnorm", "matmul"):
         assert f"{pid}: done (passed)" in text
-    assert p.bar is None  # finish() stopped it
+    assert isinstance(p.sink, Terminal) and p.sink.bar is None  # finish() stopped it
     p.close()  # closing twice is harmless
 
 
 def test_piped_human_lines_carry_no_escape_codes() -> None:
     out, clock = io.StringIO(), FakeClock()
-    _drive(Progress.for_cli("human", quiet=False, stream=out), clock)
+    _drive(for_cli("human", quiet=False, stream=out), clock)
     lines = out.getvalue().splitlines()
     assert lines and "\x1b" not in out.getvalue()
     assert lines[-1].endswith("done: 3/3 problem(s)")
