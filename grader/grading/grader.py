@@ -213,15 +213,15 @@ class Grader:
                     self.abort = self.abort or exc
                 return self.abort is None
 
-        sandboxes = self.workers()
+        setups = self.workers()
         cfg = self.cfg
-        depth = cfg.scheduling.ahead(len(sandboxes))
+        depth = cfg.scheduling.ahead(len(setups))
         ctx = GradingContext(settings=self.settings_for(suite), narrowing=cfg.narrowing,
                              scheduling=cfg.scheduling, entry_limits=cfg.entry_limits,
                              reference_limits=cfg.reference_limits, detector=self.detector,
                              progress=self.progress, secret=self.secret,
                              references=self.references)
-        workers = [Worker(ctx, sb, suite, sub, runtime_tag, depth=depth) for sb in sandboxes]
+        workers = [Worker(ctx, setup, suite, sub, runtime_tag, depth=depth) for setup in setups]
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:
             for _ in pool.map(lambda w: w.run(claim, finished), workers):
                 pass

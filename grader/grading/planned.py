@@ -48,8 +48,8 @@ class Planned:
 
     def close(self) -> None:
         """Stop the standbys no batch took (after a failure)."""
-        for sb in self.standbys.values():
-            sb.close()
+        for standby in self.standbys.values():
+            standby.close()
         self.standbys.clear()
 
 

@@ -129,10 +129,10 @@ class Worker:
     """Grades problems on one sandbox under `ctx`, taking each next problem from `claim` and
     handing each result, with what it learnt, to `finished`."""
 
-    def __init__(self, ctx: GradingContext, sandbox: WorkerSetup, suite: Suite, sub: Submission,
+    def __init__(self, ctx: GradingContext, setup: WorkerSetup, suite: Suite, sub: Submission,
                  runtime_tag: str, *, depth: int) -> None:
         self.ctx = ctx
-        self.sb = sandbox
+        self.setup = setup
         self.depth = depth  # batches whose containers are started ahead at once (0: none)
         self.suite = suite
         self.sub = sub
@@ -197,16 +197,16 @@ class Worker:
             return nothing_graded(bundle, ctx.settings, static, rel)
         t0 = time.monotonic()
         ctx.progress(f"{bundle.id}: image")
-        image = ensure(self.sb.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
+        image = ensure(self.setup.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
         phases = {"image": time.monotonic() - t0}
         n_seeds = ctx.settings.seeds_per_shape or self.suite.info.seeds_per_shape
         cases = [Case(id=f"{s.id}.{k}", shape=s,
                       seed=derive_seed(ctx.secret, bundle.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
-        if self.sb.timing is not None:  # the timed loops' checked calls (model/timed.py)
+        if self.setup.timing is not None:  # the timed loops' checked calls (model/timed.py)
             cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
                            seed=derive_seed(ctx.secret, bundle.id, s.id, 1000 + k))
-                      for s in shapes for k in range(self.sb.timing.checked_per_shape)]
+                      for s in shapes for k in range(self.setup.timing.checked_per_shape)]
         if bundle.problem.interface == "module":
             # A timed loop builds one module for its shape: its checked calls share its seed.
             first = {c.shape.id: c.seed for c in reversed(cases) if c.timing}
@@ -278,8 +278,8 @@ class Worker:
             refs = self.ctx.references  # a round's cached batch runs its entry only
             cached = refs is not None and refs.has(self, plan, j)
             try:
-                plan.standbys[j] = (EntryStandby(self.sb, batch) if cached
-                                    else Standby(self.sb, batch))
+                plan.standbys[j] = (EntryStandby(self.setup, batch) if cached
+                                    else Standby(self.setup, batch))
             except Exception as exc:  # not this batch's failure: it starts afresh in its turn
                 why = (exc.message if isinstance(exc, InfraError)
                        else f"{type(exc).__name__}: {exc}")
@@ -305,7 +305,7 @@ class Worker:
             if isinstance(standby, EntryStandby):  # never: a cached batch stays cached
                 standby.close()
                 standby = None
-            with run_pair(self.sb, batch, standby=standby,
+            with run_pair(self.setup, batch, standby=standby,
                           beside=beside) as pair:
                 if pair.entry is not None:
                     if pair.entry_limits is not batch.entry_limits:
@@ -332,7 +332,7 @@ class Worker:
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
         problem = plan.bundle.problem
         self.ctx.progress(f"{label}: reference ({len(cases)} cases)")
-        with reference_container(self.sb, plan.image, cases, self._reference_limits(plan, k),
+        with reference_container(self.setup, plan.image, cases, self._reference_limits(plan, k),
                            problem) as (ref, ref_dir):
             if (unusable := _unusable(ref, shapes, cases)) is not None:
                 return unusable
@@ -341,7 +341,7 @@ class Worker:
             limits = batching.entry_limits(self.ctx.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
-            with entry_container(self.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+            with entry_container(self.setup, plan.image, plan.kernel, cases, ref_dir, limits,
                            problem) as entry:
                 return self.judge(plan, shapes, cases, ref, entry, limits)
 
@@ -362,8 +362,8 @@ class Worker:
                                 reference=ref, entry=entry, static=plan.static,
                                 own_kernels=ctx.detector.own_kernels(plan.source),
                                 tracer=ctx.detector, max_output_bytes=limits.output_bytes,
-                                interpreter=self.sb.device == "cpu", source=plan.source,
-                                plans=timed_plans(self.sb.timing, cases, plan.kernel))
+                                interpreter=self.setup.device == "cpu", source=plan.source,
+                                plans=timed_plans(self.setup.timing, cases, plan.kernel))
         add(plan.phases, {"judge": time.monotonic() - t0})  # the host's own comparing
         return results, entry.exit.logs
 

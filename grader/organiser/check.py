@@ -182,9 +182,9 @@ class Runner:
         shapes = list({c.shape.id: c.shape for c in cases}.values())
         per_shape = {s.id: self.seeds for s in shapes}
         limits = plan.reference_limits(self.limits, bundle.problem, shapes, per_shape)
-        sb, problem = self.sandbox, bundle.problem
-        with reference_container(sb, image, cases, limits, problem) as (first, _), \
-                reference_container(sb, image, cases, limits, problem) as (second, _):
+        setup, problem = self.sandbox, bundle.problem
+        with reference_container(setup, image, cases, limits, problem) as (first, _), \
+                reference_container(setup, image, cases, limits, problem) as (second, _):
             for run in (first, second):
                 failure = reference_failure(run, cases)
                 if failure is not None:

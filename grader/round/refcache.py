@@ -65,10 +65,11 @@ def batch_key(w: Worker, plan: Planned, cases: list[Case]) -> str:
     """What a batch's reference outputs depend on: the suite's version, the problem's image
     (a content hash of its reference, problem file and the harness), the device, runtime and
     timing knobs, and each case (id, seed, module seed, timing set, shape and its params)."""
-    ctx, sb = w.ctx, w.sb
+    ctx, setup = w.ctx, w.setup
     doc = {"format": FORMAT, "suite": w.suite.id, "suite_version": w.suite.info.version,
-           "problem": plan.bundle.id, "image": plan.image, "device": sb.device,
-           "runtime": ctx.settings.runtime, "timing": asdict(sb.timing) if sb.timing else None,
+           "problem": plan.bundle.id, "image": plan.image, "device": setup.device,
+           "runtime": ctx.settings.runtime,
+           "timing": asdict(setup.timing) if setup.timing else None,
            "cases": [[c.id, c.seed, c.module_seed, c.timing, c.shape.id, c.shape.params]
                      for c in cases]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
@@ -157,7 +158,7 @@ class ReferenceCache:
         self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
         w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
-        with cached_entry(w.sb, plan.image, plan.kernel, cases, ref_dir, limits,
+        with cached_entry(w.setup, plan.image, plan.kernel, cases, ref_dir, limits,
                           plan.bundle.problem, standby=standby, beside=beside) as entry:
             results, logs = w.judge(plan, shapes, cases, ref, entry, limits)
         plan.results += results

@@ -47,32 +47,33 @@ GATE_WAIT_S = 300.0
 
 
 @contextmanager
-def reference_container(sb: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+def reference_container(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
                         problem: Problem | None = None) -> Iterator[tuple[Evidence, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block).
     `problem` says how to call it (None: a function-style problem)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        write_job(in_dir, reference_job(sb, cases, problem))
-        spec = container_spec(sb, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
-        exit_state = sb.engine.run(spec)
+        write_job(in_dir, reference_job(setup, cases, problem))
+        spec = container_spec(setup, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
+        exit_state = setup.engine.run(spec)
         yield Evidence(exit=exit_state, out=read_out_dir(out_dir)), out_dir
 
 
 @contextmanager
-def entry_container(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
+def entry_container(setup: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
                     ref_out: Path, limits: Limits, problem: Problem | None = None
                     ) -> Iterator[Evidence]:
     """Run the entry on the reference's inputs (linked in only once the entry is imported);
     yields the run while its output folder is still there to read."""
     with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
-        with sb.engine.start(entry_spec(sb, image, in_dir, out_dir, limits, problem)) as running:
-            exit_state = _EntryRun(sb=sb, ent=running, in_dir=in_dir, cases=cases,
+        spec = entry_spec(setup, image, in_dir, out_dir, limits, problem)
+        with setup.engine.start(spec) as running:
+            exit_state = _EntryRun(setup=setup, ent=running, in_dir=in_dir, cases=cases,
                                    problem=problem, ref_out=ref_out, beside=None).wait()
         yield entry_run(exit_state, out_dir)
 
 
 @contextmanager
-def cached_entry(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
+def cached_entry(setup: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
                  ref_out: Path, limits: Limits, problem: Problem | None = None, *,
                  standby: EntryStandby | None, beside: Beside | None
                  ) -> Iterator[Evidence]:
@@ -91,12 +92,12 @@ def cached_entry(sb: WorkerSetup, image: str, kernel_file: Path, cases: list[Cas
         if standby is None:
             if beside is not None:
                 beside.settle()  # no timed loop beside a standby's imports
-            with entry_container(sb, image, kernel_file, cases, ref_out, limits,
+            with entry_container(setup, image, kernel_file, cases, ref_out, limits,
                                  problem) as run:
                 yield run
             return
         standby.release()
-        exit_state = _EntryRun(sb=sb, ent=standby.ent, in_dir=standby.ent_in, cases=cases,
+        exit_state = _EntryRun(setup=setup, ent=standby.ent, in_dir=standby.ent_in, cases=cases,
                                problem=problem, ref_out=ref_out, beside=beside).wait()
         yield entry_run(exit_state, standby.ent_out)
 
@@ -106,7 +107,7 @@ class _EntryRun:
     """An entry container on inputs that are there already: its inputs and job once it is
     imported, held before its timed loops while `beside` still imports (then its go)."""
 
-    sb: WorkerSetup
+    setup: WorkerSetup
     ent: Container
     in_dir: Path
     cases: list[Case]
@@ -128,9 +129,9 @@ class _EntryRun:
         self.armed = _armed(self.ent, self.armed)
         if not self.delivered and _ready(self.ent):
             self.delivered = True
-            self.held = (self.beside is not None and self.sb.timing is not None
+            self.held = (self.beside is not None and self.setup.timing is not None
                          and not self.beside.idle())
-            deliver(self.sb, self.cases, self.problem, self.ref_out, self.in_dir,
+            deliver(self.setup, self.cases, self.problem, self.ref_out, self.in_dir,
                     hold=self.held)
         elif self.held:
             assert self.beside is not None
@@ -207,12 +208,12 @@ class _Gated:
         """Each container, whether it is at its gate, and its input folder."""
         raise NotImplementedError
 
-    def _start_entry(self, sb: WorkerSetup, batch: Batch, *, gated: bool) -> None:
+    def _start_entry(self, setup: WorkerSetup, batch: Batch, *, gated: bool) -> None:
         """The batch's entry: its input and output folders and its container, on `_stack`."""
         self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
         self.ent_out = self._stack.enter_context(capped_dir(batch.entry_limits.output_bytes))
-        self.ent = self._stack.enter_context(sb.engine.start(entry_spec(
-            sb, batch.image, self.ent_in, self.ent_out, batch.entry_limits, batch.problem,
+        self.ent = self._stack.enter_context(setup.engine.start(entry_spec(
+            setup, batch.image, self.ent_in, self.ent_out, batch.entry_limits, batch.problem,
             gated=gated)))
 
     def _entry_at_gate(self, ent: Container) -> bool:
@@ -271,20 +272,20 @@ class Standby(_Gated):
     standby.
     """
 
-    def __init__(self, sb: WorkerSetup, batch: Batch, *, gated: bool = True) -> None:
+    def __init__(self, setup: WorkerSetup, batch: Batch, *, gated: bool = True) -> None:
         self.batch = batch
         self.gated = gated
-        self.hold = sb.timing is not None  # the reference's timed loop waits for GO_FILE
+        self.hold = setup.timing is not None  # the reference's timed loop waits for GO_FILE
         self._stack = contextlib.ExitStack()
         try:
             self.ref_in = self._stack.enter_context(fresh_in_dir())
             self.ref_out = self._stack.enter_context(capped_dir(batch.ref_limits.output_bytes))
-            write_job(self.ref_in, reference_job(sb, batch.cases, batch.problem,
+            write_job(self.ref_in, reference_job(setup, batch.cases, batch.problem,
                                                  hold=self.hold))
-            self.ref = self._stack.enter_context(sb.engine.start(container_spec(
-                sb, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
+            self.ref = self._stack.enter_context(setup.engine.start(container_spec(
+                setup, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
                 batch.ref_limits, gated=gated)))
-            self._start_entry(sb, batch, gated=gated)
+            self._start_entry(setup, batch, gated=gated)
         except BaseException:
             self._stack.close()
             raise
@@ -300,11 +301,11 @@ class EntryStandby(_Gated):
     """A batch's entry container alone, started ahead and gated as in Standby: for a batch
     whose reference a round has computed already (cached_entry)."""
 
-    def __init__(self, sb: WorkerSetup, batch: Batch) -> None:
+    def __init__(self, setup: WorkerSetup, batch: Batch) -> None:
         self.batch = batch
         self._stack = contextlib.ExitStack()
         try:
-            self._start_entry(sb, batch, gated=True)
+            self._start_entry(setup, batch, gated=True)
         except BaseException:
             self._stack.close()
             raise
@@ -341,7 +342,7 @@ class Beside:
 
 
 @contextmanager
-def run_pair(sb: WorkerSetup, batch: Batch, *, standby: Standby | None = None,
+def run_pair(setup: WorkerSetup, batch: Batch, *, standby: Standby | None = None,
              beside: Beside | None = None) -> Iterator[Pair]:
     """The reference and the entry at once: the entry's container starts and imports (a cold
     `import torch`, and whatever the entry does at import) while the reference makes the
@@ -350,7 +351,7 @@ def run_pair(sb: WorkerSetup, batch: Batch, *, standby: Standby | None = None,
     entry code shares the GPU with it. Time either container spends held by the other is
     not counted against its wall-clock limit (Container.extend).
 
-    `standby`: this batch's containers started ahead (`Standby(sb, batch)`), released here
+    `standby`: this batch's containers started ahead (`Standby(setup, batch)`), released here
     (started afresh if they are no longer usable); closed on return either way. `beside`:
     the next batches' standbys, started by the caller with this one: neither this entry's
     timed loops nor the reference's start before they are idle. The entry's job goes out as
@@ -371,15 +372,15 @@ def run_pair(sb: WorkerSetup, batch: Batch, *, standby: Standby | None = None,
             if not standby.usable():
                 standby.close()
                 standby = None
-        st = standby or stack.enter_context(contextlib.closing(Standby(sb, batch, gated=False)))
+        st = standby or stack.enter_context(contextlib.closing(Standby(setup, batch, gated=False)))
         st.release()
-        yield from _pair_loop(sb, st, beside)
+        yield from _pair_loop(setup, st, beside)
 
 
-def _pair_loop(sb: WorkerSetup, st: Standby, beside: Beside | None) -> Iterator[Pair]:
+def _pair_loop(setup: WorkerSetup, st: Standby, beside: Beside | None) -> Iterator[Pair]:
     """Watch both containers until each has exited, taking each step of the handshake when
     its time comes (_PairRun); then the batch's Pair."""
-    run = _PairRun(sb=sb, st=st, beside=beside)
+    run = _PairRun(setup=setup, st=st, beside=beside)
     tick = time.monotonic()
     while not run.exited():
         now = time.monotonic()
@@ -402,7 +403,7 @@ class _PairRun:
     `step` (seconds since the last look) is added to the deadline of a container waiting on
     the other (Container.extend)."""
 
-    sb: WorkerSetup
+    setup: WorkerSetup
     st: Standby
     beside: Beside | None
     ref_exit: ExitState | None = None
@@ -467,7 +468,7 @@ class _PairRun:
         # warm-up and traced calls run beside the standby's imports.
         self.delivered = True
         self.timing_held = beside is not None and st.hold and not beside.idle()
-        deliver(self.sb, st.batch.cases, st.batch.problem, st.ref_out, st.ent_in,
+        deliver(self.setup, st.batch.cases, st.batch.problem, st.ref_out, st.ent_in,
                 hold=self.timing_held)
 
     def release_entry_timing(self, step: float) -> None:
@@ -499,8 +500,8 @@ class _PairRun:
         if self.outgrown is not None:
             if self.beside is not None:
                 self.beside.settle()
-            with entry_container(self.sb, batch.image, batch.kernel_file, batch.cases, st.ref_out,
-                           self.outgrown, batch.problem) as entry:
+            with entry_container(self.setup, batch.image, batch.kernel_file, batch.cases,
+                                 st.ref_out, self.outgrown, batch.problem) as entry:
                 yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
                            entry_limits=self.outgrown)
             return

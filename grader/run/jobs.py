@@ -104,12 +104,12 @@ def write_job(in_dir: Path, job: dict[str, object]) -> None:
     place(in_dir, JOB_FILE, job)
 
 
-def entry_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
+def entry_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
               order_key: bytes = b"", hold: bool = False) -> dict[str, object]:
     """`order_key`: the entry's own (model/timed.py); `hold`: its timed loops wait for the
     host's go (protocol.GO_FILE), after its traced calls."""
-    job = timing_job(sb, cases, order_key=order_key, hold=hold)
-    job.update(device=sb.device, cases=[{"id": c.id, "params": c.shape.params, "seed": c.seed}
+    job = timing_job(setup, cases, order_key=order_key, hold=hold)
+    job.update(device=setup.device, cases=[{"id": c.id, "params": c.shape.params, "seed": c.seed}
                                         for c in cases if not c.timing])
     job.update(module_job(problem, [c for c in cases if not c.timing or _builds(c, cases)]))
     return job
@@ -151,13 +151,13 @@ def timed_plan(knobs: TimingKnobs, checked: list[Case], order_key: bytes) -> tim
                       min_samples=knobs.min_samples, max_samples=knobs.max_samples)
 
 
-def timing_job(sb: WorkerSetup, cases: list[Case], *, order_key: bytes | None = None,
+def timing_job(setup: WorkerSetup, cases: list[Case], *, order_key: bytes | None = None,
                hold: bool = False) -> dict[str, object]:
     """The timed loop's part of a job (none on a CPU): per shape its plan, drawn for the
     entry's `order_key` (None: the reference's own loop, on seeds no entry is checked on);
     `hold`: the loop waits for the host's go."""
     job: dict[str, object] = {"hold": True} if hold else {}
-    knobs = sb.timing
+    knobs = setup.timing
     if knobs is None:
         return job
     timing: dict[str, dict[str, object]] = {}
@@ -176,16 +176,16 @@ def timing_job(sb: WorkerSetup, cases: list[Case], *, order_key: bytes | None = 
     return job
 
 
-def container_spec(sb: WorkerSetup, image: str, role: Role, binds: list[Bind], limits: Limits,
+def container_spec(setup: WorkerSetup, image: str, role: Role, binds: list[Bind], limits: Limits,
                    masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
                    ) -> ContainerSpec:
     """A container of this batch; `gated`: a standby's (run.batch.Standby)."""
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", DEVICE_ENV: sb.device,
-           "PATH": f"{os.path.dirname(sb.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", DEVICE_ENV: setup.device,
+           "PATH": f"{os.path.dirname(setup.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"
                    "/usr/bin:/sbin:/bin"}
-    env.update(sb.extra_env)
-    if sb.device == "cpu":
+    env.update(setup.extra_env)
+    if setup.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     if gated:
         env[STANDBY_ENV] = "1"
@@ -193,18 +193,19 @@ def container_spec(sb: WorkerSetup, image: str, role: Role, binds: list[Bind], l
     channel = role == Role.ENTRY
     if channel:
         env[LOG_BYTES_ENV] = str(limits.log_bytes)
-    return ContainerSpec(image=image, command=[sb.python, "-I", BOOT, str(role), *args],
-                         role=role, session=sb.session, env=env,
-                         binds=(*sb.extra_binds, *binds), masks=masks, limits=limits, gpu=sb.gpu,
+    return ContainerSpec(image=image, command=[setup.python, "-I", BOOT, str(role), *args],
+                         role=role, session=setup.session, env=env,
+                         binds=(*setup.extra_binds, *binds), masks=masks, limits=limits,
+                         gpu=setup.gpu,
                          stdout_bytes=STDOUT_BYTES if channel else 0,
                          stack_signal=STACK_SIGNAL if channel else None)
 
 
-def reference_job(sb: WorkerSetup, cases: list[Case], problem: Problem | None, *,
+def reference_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
                   hold: bool = False) -> dict[str, object]:
     """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases."""
-    job = timing_job(sb, cases, hold=hold)
-    job.update(device=sb.device, cases=[
+    job = timing_job(setup, cases, hold=hold)
+    job.update(device=setup.device, cases=[
         {"id": c.id, "params": c.shape.params, "seed": c.seed, "sampled": c.timing}
         for c in cases])
     job.update(module_job(problem, cases))
@@ -216,11 +217,11 @@ def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:
             Bind(host=str(out_dir), container=OUT, read_only=False)]
 
 
-def entry_spec(sb: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limits: Limits,
+def entry_spec(setup: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limits: Limits,
                problem: Problem | None, gated: bool = False) -> ContainerSpec:
     """`in_dir`: from entry_in, with the kernel file in its CODE folder."""
     binds = [Bind(host=str(in_dir / CODE), container=ENTRY), *io_binds(in_dir, out_dir)]
-    return container_spec(sb, image, Role.ENTRY, binds, limits, masks=(PROBLEM,),
+    return container_spec(setup, image, Role.ENTRY, binds, limits, masks=(PROBLEM,),
                           args=entry_args(problem), gated=gated)
 
 
@@ -260,14 +261,14 @@ def timed_plans(knobs: TimingKnobs | None, cases: list[Case], kernel_file: Path
             for shape, checked in timed_cases(cases).items()}
 
 
-def deliver(sb: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out: Path,
+def deliver(setup: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out: Path,
             in_dir: Path, *, hold: bool = False) -> None:
     """The entry's job (entry_job) and the problem's public recipe (the reference's
     RECIPE_FILE, unpacked), placed once it has been imported, in its own tmpfs, grown to hold
     them first. Its harness draws every input from the job's seeds with the recipe, where
     its calls run: no input is copied between containers (issue 32)."""
     recipe = ref_out / RECIPE_FILE
-    job = entry_job(sb, cases, problem, order_key=order_key(in_dir / CODE / KERNEL_FILE),
+    job = entry_job(setup, cases, problem, order_key=order_key(in_dir / CODE / KERNEL_FILE),
                     hold=hold)
     held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
     # The job's own size counted: its timed plans grow with the shapes (max_samples calls each).

@@ -83,11 +83,11 @@ def test_cuda_runtime_kind_on_the_gpu(tmp_path: Path) -> None:
 
     cfg = GradingOptions(bundle=bundle, out_dir=tmp_path, settings=gpu_cuda,
                          cuda_base=os.environ["GRADER_CUDA_BASE"], python=sys.executable)
-    sb = worker_setup(cfg, get_engine(), "inspect")
+    setup = worker_setup(cfg, get_engine(), "inspect")
     # Nothing of the host's but (without the toolkit) the driver's own libraries, read-only.
-    assert sb.gpu is not None
-    assert bool(sb.extra_binds) == (sb.gpu.mode == "devices")
-    assert all(b.read_only and b.container.startswith(DRIVER_LIB_DIR) for b in sb.extra_binds)
+    assert setup.gpu is not None
+    assert bool(setup.extra_binds) == (setup.gpu.mode == "devices")
+    assert all(b.read_only and b.container.startswith(DRIVER_LIB_DIR) for b in setup.extra_binds)
 
 
 def test_started_ahead_the_same_verdicts(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     engine = get_engine()
     cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path, settings=GPU_HOST,
                          python=sys.executable)
-    sb = worker_setup(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
+    setup = worker_setup(cfg, engine, f"test-{uuid.uuid4().hex[:8]}")
     runtime = runtime_for(RuntimeConfig(kind="host", python=sys.executable)).ensure_image(engine)
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
     shape = bundle.problem.shapes[0]
@@ -125,7 +125,7 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
                   ref_limits=cfg.reference_limits, entry_limits=Limits(wall_s=120.0),
                   problem=bundle.problem)
     try:
-        st = Standby(sb, batch)
+        st = Standby(setup, batch)
         st.settle()
         assert st.usable()
         # The entry's harness made its CUDA context and profiler set-up before its gate (so
@@ -138,4 +138,4 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
             "ok": True, "cuda_initialized": False, "prepared": False}
         st.close()
     finally:
-        engine.reap(sb.session)
+        engine.reap(setup.session)

@@ -27,7 +27,7 @@ SAW = "SAW INPUTS DURING IMPORT"  # what the cases print if an input reached the
 
 
 @pytest.fixture()
-def sb(engine: DockerEngine) -> Iterator[WorkerSetup]:
+def setup(engine: DockerEngine) -> Iterator[WorkerSetup]:
     box = WorkerSetup(engine=engine, session=f"test-{uuid.uuid4().hex[:8]}",
                   python="/opt/venv/bin/python3", device="cpu")
     try:
@@ -36,18 +36,18 @@ def sb(engine: DockerEngine) -> Iterator[WorkerSetup]:
         engine.reap(box.session)
 
 
-def _pair(engine: DockerEngine, runtime, sb: WorkerSetup, kernel: Path):  # type: ignore[no-untyped-def]
+def _pair(engine: DockerEngine, runtime, setup: WorkerSetup, kernel: Path):  # type: ignore[no-untyped-def]
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     batch = Batch(image=image.tag, kernel_file=kernel, cases=[c for c in cases if not c.timing],
                   ref_limits=Limits(wall_s=120.0, memory_bytes=4 << 30),
                   entry_limits=Limits(wall_s=120.0), problem=bundle.problem)
-    return run_pair(sb, batch)
+    return run_pair(setup, batch)
 
 
-def test_a_ready_frame_forged_at_import_delivers_nothing(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
+def test_a_ready_frame_forged_at_import_delivers_nothing(engine, runtime, setup) -> None:  # type: ignore[no-untyped-def]
     kernel = HOSTILE / "forge_ready_frame_at_import" / "submission" / "kernels" / "vector_add.py"
-    with _pair(engine, runtime, sb, kernel) as pair:
+    with _pair(engine, runtime, setup, kernel) as pair:
         entry = pair.entry
         assert entry is not None and entry.frames is not None
         # The warden ended the container on the forged frame, before the entry's own 20 s wait
@@ -58,9 +58,9 @@ def test_a_ready_frame_forged_at_import_delivers_nothing(engine, runtime, sb) ->
         assert any(a.tampering and "tampering" in a.text for a in entry.out.anomalies)
 
 
-def test_a_ready_file_written_at_import_is_not_the_handshake(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
+def test_a_ready_file_written_at_import_is_not_the_handshake(engine, runtime, setup) -> None:  # type: ignore[no-untyped-def]
     kernel = HOSTILE / "forge_ready_file_at_import" / "submission" / "kernels" / "vector_add.py"
-    with _pair(engine, runtime, sb, kernel) as pair:
+    with _pair(engine, runtime, setup, kernel) as pair:
         entry = pair.entry
         assert entry is not None and entry.frames is not None
         # Its import waited 8 s for inputs that came only after the harness's own ready.

@@ -46,14 +46,14 @@ def test_held_reference_times_only_after_the_entry_exits(engine, runtime) -> Non
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     session = f"test-{uuid.uuid4().hex[:8]}"
-    sb = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
-                 timing=TIMED)
+    setup = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3",
+                        device="cpu", timing=TIMED)
     limits = Limits(wall_s=120.0)
     try:
         batch = Batch(image=image.tag, kernel_file=KERNEL, cases=cases,
                       ref_limits=Limits(wall_s=120.0, memory_bytes=4 << 30),
                       entry_limits=limits, problem=bundle.problem)
-        with run_pair(sb, batch) as pair:
+        with run_pair(setup, batch) as pair:
             assert pair.entry is not None
             ref, entry = pair.reference, pair.entry
             # The reference wrote its cases, was held while the entry ran, then timed.
@@ -88,14 +88,14 @@ def test_entry_whose_outputs_outgrow_the_counted_cap_runs_again_after(engine, ru
     cases, bundle = _cases()
     image = ensure(engine, problem_plan(runtime.tag, "demo", bundle))
     session = f"test-{uuid.uuid4().hex[:8]}"
-    sb = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3", device="cpu",
-                 timing=TIMED)
+    setup = WorkerSetup(engine=engine, session=session, python="/opt/venv/bin/python3",
+                        device="cpu", timing=TIMED)
     small = Limits(wall_s=120.0, output_bytes=8 << 10)  # below one case's 16 KiB of outputs
     try:
         batch = Batch(image=image.tag, kernel_file=KERNEL, cases=cases,
                       ref_limits=Limits(wall_s=120.0, memory_bytes=4 << 30),
                       entry_limits=small, problem=bundle.problem)
-        with run_pair(sb, batch) as pair:
+        with run_pair(setup, batch) as pair:
             assert pair.entry is not None
             assert pair.entry_limits.output_bytes > (pair.ref_dir / f"{cases[0].id}.ref"
                                                      ).stat().st_size

@@ -40,7 +40,7 @@ def _sandbox(engine: DockerEngine, **kw: Any) -> WorkerSetup:
 
 
 @pytest.fixture()
-def sb(engine: DockerEngine) -> Iterator[WorkerSetup]:
+def setup(engine: DockerEngine) -> Iterator[WorkerSetup]:
     """A CPU sandbox of its own session; afterwards its containers are reaped, and none
     may have been left behind."""
     box = _sandbox(engine)
@@ -74,9 +74,9 @@ def _frame_time(container: Any, kind: str) -> float:
     raise AssertionError(f"no {kind} frame")
 
 
-def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
+def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, setup) -> None:  # type: ignore[no-untyped-def]
     batch = _batch(engine, runtime)
-    st = Standby(sb, batch)
+    st = Standby(setup, batch)
     st.settle()
     assert st.usable()
     # Imported and waiting: the entry's file not loaded (no ready frame), no input drawn.
@@ -89,7 +89,7 @@ def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, 
     assert frames.standby == GateFrame(ok=True, cuda_initialized=False, prepared=False)
     time.sleep(2.0)
     t0 = time.monotonic()
-    with run_pair(sb, batch, standby=st) as pair:
+    with run_pair(setup, batch, standby=st) as pair:
         assert pair.entry is not None
         ref, entry = pair.reference, pair.entry
         assert ref.exit.exit_code == 0 and entry.exit.exit_code == 0, entry.exit.logs
@@ -104,7 +104,7 @@ def test_standby_waits_at_its_gate_and_its_wait_is_not_its_own(engine, runtime, 
     assert st.closed
 
 
-def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, setup, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Batch A runs while batch B's containers are still importing (held up here by an
     interpreter that sleeps 8 s first): A's entry gets its job at once and makes its traced
     calls, but its timed loop, and its reference's, start only once both of B's harnesses
@@ -112,13 +112,13 @@ def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_pa
     slow = tmp_path / "slow-python"
     slow.write_text('#!/bin/sh\nsleep 8\nexec /opt/venv/bin/python3 "$@"\n')
     slow.chmod(0o755)
-    timed = replace(sb, timing=TIMED)
-    slow_sb = replace(timed, python="/grader-test/python",
-                      extra_binds=(Bind(host=str(slow), container="/grader-test/python"),))
+    timed = replace(setup, timing=TIMED)
+    slow_setup = replace(timed, python="/grader-test/python",
+                         extra_binds=(Bind(host=str(slow), container="/grader-test/python"),))
     cases, _ = _cases()
     first = replace(_batch(engine, runtime), cases=cases)  # with its timing set
     st = Standby(timed, first)
-    beside = Standby(slow_sb, _batch(engine, runtime))
+    beside = Standby(slow_setup, _batch(engine, runtime))
     with run_pair(timed, first, standby=st, beside=Beside((beside,))) as pair:
         assert pair.entry is not None and pair.entry.exit.exit_code == 0, pair.entry.exit.logs
         gates = max((beside.ref_out / GATE_FILE).stat().st_mtime,
@@ -136,30 +136,30 @@ def test_the_timed_loops_wait_for_the_standby_beside(engine, runtime, sb, tmp_pa
         assert entry.phases_s["timing_wait"] > 0
         assert pair.reference.exit.exit_code == 0
     assert st.closed and beside.usable()
-    with run_pair(sb, beside.batch, standby=beside) as pair:
+    with run_pair(setup, beside.batch, standby=beside) as pair:
         assert pair.entry is not None and pair.entry.exit.exit_code == 0
         assert pair.entry.out.result is not None
         assert "standby" in pair.entry.out.result.phases_s
 
 
-def test_a_standby_that_dies_is_replaced(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
+def test_a_standby_that_dies_is_replaced(engine, runtime, setup) -> None:  # type: ignore[no-untyped-def]
     batch = _batch(engine, runtime)
-    st = Standby(sb, batch)
+    st = Standby(setup, batch)
     st.settle()
     st.ent.kill()
     assert st.idle() and not st.usable()
-    with run_pair(sb, batch, standby=st) as pair:
+    with run_pair(setup, batch, standby=st) as pair:
         assert st.closed
         assert pair.entry is not None and pair.entry.exit.exit_code == 0
         assert pair.entry.out.result is not None
         assert "standby" not in pair.entry.out.result.phases_s  # started afresh
 
 
-def test_a_standby_whose_harness_cannot_start_is_unusable(engine, runtime, sb) -> None:  # type: ignore[no-untyped-def]
+def test_a_standby_whose_harness_cannot_start_is_unusable(engine, runtime, setup) -> None:  # type: ignore[no-untyped-def]
     """Exited before its gate (here: an interpreter that fails at once): never waited on,
     never used."""
     batch = _batch(engine, runtime)
-    broken = WorkerSetup(engine=engine, session=sb.session, python="/bin/false",
+    broken = WorkerSetup(engine=engine, session=setup.session, python="/bin/false",
                      device="cpu")
     st = Standby(broken, batch)
     deadline = time.monotonic() + 30

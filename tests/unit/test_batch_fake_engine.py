@@ -86,21 +86,21 @@ def _sandbox(engine: FakeEngine, *, timed: bool = False) -> WorkerSetup:
                    timing=TIMED if timed else None)
 
 
-def _cases(sb: WorkerSetup, shapes: list[Shape], seeds: int = 2) -> list[Case]:
+def _cases(setup: WorkerSetup, shapes: list[Shape], seeds: int = 2) -> list[Case]:
     cases = [Case(id=f"{s.id}.{k}", shape=s, seed=100 * n + k)
              for n, s in enumerate(shapes) for k in range(seeds)]
-    if sb.timing is not None:
+    if setup.timing is not None:
         cases += [Case(id=f"{s.id}.t{k}", shape=s, seed=1000 + 100 * n + k, timing=True)
-                  for n, s in enumerate(shapes) for k in range(sb.timing.checked_per_shape)]
+                  for n, s in enumerate(shapes) for k in range(setup.timing.checked_per_shape)]
     return cases
 
 
-def _batch(tmp_path: Path, problem: Problem, sb: WorkerSetup, shapes: list[Shape], **kw: Any
+def _batch(tmp_path: Path, problem: Problem, setup: WorkerSetup, shapes: list[Shape], **kw: Any
            ) -> Batch:
     """A batch as the worker makes one: the caps from the problem's count of bytes."""
     kernel = tmp_path / "kernel.py"
     kernel.write_text("def kernel(x, y):\n    return x + y\n")
-    cases = _cases(sb, shapes)
+    cases = _cases(setup, shapes)
     per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id) for s in shapes}
     limits: dict[str, Any] = {
         "ref_limits": plan.reference_limits(Limits(), problem, shapes, per_shape),
@@ -119,9 +119,9 @@ def _judge(problem: Problem, batch: Batch, reference_run: Evidence, entry_run: E
                          plans=timed_plans(TIMED, batch.cases, batch.kernel_file))
 
 
-def _pair(sb: WorkerSetup, batch: Batch, problem: Problem, **kw: Any
+def _pair(setup: WorkerSetup, batch: Batch, problem: Problem, **kw: Any
           ) -> tuple[Pair, list[ShapeResult] | None]:
-    with run_pair(sb, batch, **kw) as pair:
+    with run_pair(setup, batch, **kw) as pair:
         got = None if pair.entry is None else _judge(problem, batch, pair.reference,
                                                      pair.entry, pair.entry_limits)
     return pair, got
@@ -146,9 +146,9 @@ def test_a_problem_plans_batches_and_each_container_its_spec(tmp_path: Path,
     assert [[s.id for s in part] for part in plan.batches(problem, shapes, per_shape, 1 << 20)
             ] == [["smoke_4099"], ["residual_prefill"], ["residual_decode"]]
     engine = _engine()
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, [shapes[0]])
-    pair, results = _pair(sb, batch, problem)
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, [shapes[0]])
+    pair, results = _pair(setup, batch, problem)
     ref, ent = engine.of(Role.REFERENCE), engine.of(Role.ENTRY)
     assert len(ref) == len(ent) == 1
     ref_spec, ent_spec = ref[0].spec, ent[0].spec
@@ -174,9 +174,9 @@ def test_a_problem_plans_batches_and_each_container_its_spec(tmp_path: Path,
 
 def test_timed_loops_wait_for_the_entry_to_exit(tmp_path: Path, problem: Problem) -> None:
     engine = _engine()
-    sb = _sandbox(engine, timed=True)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    _pair_result, results = _pair(sb, batch, problem)
+    setup = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    _pair_result, results = _pair(setup, batch, problem)
     ev = engine.events
     # The reference's timed loop starts only once no entry code runs any more.
     assert ev.index("entry: exit 0") < ev.index("reference: go")
@@ -190,12 +190,12 @@ def test_timed_loops_wait_for_the_entry_to_exit(tmp_path: Path, problem: Problem
 def test_standbys_wait_at_their_gates_and_hold_the_timed_loops_beside(
         tmp_path: Path, problem: Problem) -> None:
     engine = _engine()
-    sb = _sandbox(engine, timed=True)
-    first = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    setup = _sandbox(engine, timed=True)
+    first = _batch(tmp_path, problem, setup, problem.shapes[:1])
     (tmp_path / "next").mkdir()
-    second = _batch(tmp_path / "next", problem, sb, problem.shapes[2:])
-    ahead = Standby(sb, second)  # its harnesses make their first step beside the batch
-    with run_pair(sb, first, beside=Beside((ahead,))) as pair:
+    second = _batch(tmp_path / "next", problem, setup, problem.shapes[2:])
+    ahead = Standby(setup, second)  # its harnesses make their first step beside the batch
+    with run_pair(setup, first, beside=Beside((ahead,))) as pair:
         assert pair.entry is not None
     gated = engine.started[:2]  # the standby's, started first
     assert [(c.role, c.gated) for c in gated] == [(Role.REFERENCE, True), (Role.ENTRY, True)]
@@ -211,7 +211,7 @@ def test_standbys_wait_at_their_gates_and_hold_the_timed_loops_beside(
     assert frames.standby is not None and frames.ready is None
     assert [p.name for p in ahead.ent_in.iterdir()] == [CODE]
     assert [p.name for p in ahead.ref_out.iterdir()] == [GATE_FILE]
-    with run_pair(sb, second, standby=ahead) as pair:
+    with run_pair(setup, second, standby=ahead) as pair:
         assert pair.entry is not None
         got = _judge(problem, second, pair.reference, pair.entry, pair.entry_limits)
     assert [r.verdict for r in got] == [Verdict.PASSED]
@@ -221,13 +221,13 @@ def test_standbys_wait_at_their_gates_and_hold_the_timed_loops_beside(
 
 def test_one_container_after_the_other(tmp_path: Path, problem: Problem) -> None:
     engine = _engine()
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    with reference_container(sb, batch.image, batch.cases, batch.ref_limits,
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    with reference_container(setup, batch.image, batch.cases, batch.ref_limits,
                              problem) as (ref, ref_dir):
         assert engine.left() == []  # the reference exited and was removed
         limits = plan.entry_limits(Limits(), ref_dir, [c.id for c in batch.cases])
-        with entry_container(sb, batch.image, batch.kernel_file, batch.cases, ref_dir, limits,
+        with entry_container(setup, batch.image, batch.kernel_file, batch.cases, ref_dir, limits,
                        problem) as ent:
             got = _judge(problem, batch, ref, ent, limits)
     assert engine.of(Role.ENTRY)[0].seen_at_import == [CODE]
@@ -239,10 +239,10 @@ def test_one_container_after_the_other(tmp_path: Path, problem: Problem) -> None
 def test_outputs_larger_than_counted_run_the_entry_again_after(tmp_path: Path,
                                                               problem: Problem) -> None:
     engine = _engine()
-    sb = _sandbox(engine)
+    setup = _sandbox(engine)
     tiny = Limits(output_bytes=4096)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1], entry_limits=tiny)
-    pair, results = _pair(sb, batch, problem)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1], entry_limits=tiny)
+    pair, results = _pair(setup, batch, problem)
     first, again = engine.of(Role.ENTRY)
     # The first was stopped before its job; the second ran after the reference had exited.
     assert first.spec.limits == tiny and engine.events.count("entry: job") == 1
@@ -276,11 +276,11 @@ def test_a_container_that_goes_wrong_gets_its_verdict(tmp_path: Path, problem: P
                                                       script: Script, verdict: Verdict,
                                                       detail: str) -> None:
     engine = _engine(ent=script)
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1],
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1],
                    entry_limits=plan.entry_limits_from_count(
                        Limits(wall_s=0.5), problem, problem.shapes[:1], {"smoke_4099": 2}))
-    _pair_result, results = _pair(sb, batch, problem)
+    _pair_result, results = _pair(setup, batch, problem)
     assert results is not None and [r.verdict for r in results] == [verdict]
     assert detail in results[0].detail
     assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
@@ -288,9 +288,9 @@ def test_a_container_that_goes_wrong_gets_its_verdict(tmp_path: Path, problem: P
 
 def test_a_failing_reference_stops_the_entry_beside_it(tmp_path: Path, problem: Problem) -> None:
     engine = _engine(ref=reference(failing="smoke_4099.1"), ent=entry(hangs=True))
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    with run_pair(sb, batch) as pair:
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    with run_pair(setup, batch) as pair:
         assert pair.entry is None  # the worker grades the batch again, one after the other
         assert reference_failure(pair.reference, batch.cases) is not None
         ent = engine.of(Role.ENTRY)[0]
@@ -301,9 +301,9 @@ def test_a_failing_reference_stops_the_entry_beside_it(tmp_path: Path, problem: 
 def test_an_entry_the_engine_cannot_start_leaves_nothing(tmp_path: Path,
                                                          problem: Problem) -> None:
     engine = _engine(refuse=Role.ENTRY)
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    with pytest.raises(InfraError, match="engine refused"), run_pair(sb, batch):
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    with pytest.raises(InfraError, match="engine refused"), run_pair(setup, batch):
         pass
     (ref,) = engine.started
     assert ref.removed and not ref.in_dir.exists() and not ref.out_dir.exists()
@@ -312,11 +312,11 @@ def test_an_entry_the_engine_cannot_start_leaves_nothing(tmp_path: Path,
 def test_a_grader_failure_mid_batch_removes_both_containers(tmp_path: Path,
                                                             problem: Problem) -> None:
     engine = _engine()
-    sb = _sandbox(engine, timed=True)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    ahead = Standby(sb, _batch(tmp_path, problem, sb, problem.shapes[2:]))
+    setup = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    ahead = Standby(setup, _batch(tmp_path, problem, setup, problem.shapes[2:]))
 
-    with pytest.raises(RuntimeError, match="a bug"), run_pair(sb, batch,
+    with pytest.raises(RuntimeError, match="a bug"), run_pair(setup, batch,
                                                              beside=Beside((ahead,))):
         raise RuntimeError("a bug of the grader's, while judging")
     # The batch's own containers are gone; the standby is its owner's (the worker's) to close.
@@ -333,12 +333,12 @@ def test_a_standby_that_dies_at_its_gate_is_replaced(tmp_path: Path, problem: Pr
         return 1
 
     engine = _engine(ent=[dies_at_gate, entry()])
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
-    ahead = Standby(sb, batch)
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    ahead = Standby(setup, batch)
     ahead.settle()
     assert not ahead.usable()
-    _pair_result, results = _pair(sb, batch, problem, standby=ahead)
+    _pair_result, results = _pair(setup, batch, problem, standby=ahead)
     assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
     # Closed, and the batch ran on containers of its own, started ungated.
     assert ahead.closed and [c.gated for c in engine.started] == [True, True, False, False]
@@ -351,16 +351,16 @@ def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
     before, so only its entry container was started ahead (EntryStandby); it runs the batch,
     its timed loops held until the next batch's entry standby is at its gate."""
     engine = _engine()
-    sb = _sandbox(engine, timed=True)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1])
+    setup = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
     (tmp_path / "next").mkdir()
-    later = _batch(tmp_path / "next", problem, sb, problem.shapes[:1])  # the same cases
-    with reference_container(sb, batch.image, batch.cases, batch.ref_limits,
+    later = _batch(tmp_path / "next", problem, setup, problem.shapes[:1])  # the same cases
+    with reference_container(setup, batch.image, batch.cases, batch.ref_limits,
                              problem) as (ref, ref_dir):
-        own = EntryStandby(sb, batch)
-        ahead = EntryStandby(sb, later)
+        own = EntryStandby(setup, batch)
+        ahead = EntryStandby(setup, later)
         assert [(c.role, c.gated) for c in engine.started[1:]] == [(Role.ENTRY, True)] * 2
-        with cached_entry(sb, batch.image, batch.kernel_file, batch.cases, ref_dir,
+        with cached_entry(setup, batch.image, batch.kernel_file, batch.cases, ref_dir,
                           batch.entry_limits, problem, standby=own,
                           beside=Beside((ahead,))) as ent:
             got = _judge(problem, batch, ref, ent, batch.entry_limits)
@@ -372,7 +372,7 @@ def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
         assert last_gate < ev.index("entry: timed")  # held while the next one imported
         assert "entry: traced" in ev
         assert ahead.usable() and [p.name for p in ahead.ent_in.iterdir()] == [CODE]
-        with cached_entry(sb, later.image, later.kernel_file, later.cases, ref_dir,
+        with cached_entry(setup, later.image, later.kernel_file, later.cases, ref_dir,
                           later.entry_limits, problem, standby=ahead, beside=None) as ent:
             got = _judge(problem, later, ref, ent, later.entry_limits)
         assert [r.verdict for r in got] == [Verdict.PASSED]
@@ -385,15 +385,15 @@ def test_a_cached_batch_whose_outputs_need_larger_caps_starts_afresh(
     """An entry standby started under the counted caps is not used when the cached outputs
     call for larger ones: the batch runs in a container of its own, under those."""
     engine = _engine()
-    sb = _sandbox(engine)
-    batch = _batch(tmp_path, problem, sb, problem.shapes[:1], entry_limits=Limits(
+    setup = _sandbox(engine)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1], entry_limits=Limits(
         output_bytes=4096))
-    with reference_container(sb, batch.image, batch.cases, batch.ref_limits,
+    with reference_container(setup, batch.image, batch.cases, batch.ref_limits,
                              problem) as (ref, ref_dir):
-        standby = EntryStandby(sb, batch)
+        standby = EntryStandby(setup, batch)
         needed = plan.entry_limits(batch.entry_limits, ref_dir, [c.id for c in batch.cases])
         assert needed.output_bytes > batch.entry_limits.output_bytes
-        with cached_entry(sb, batch.image, batch.kernel_file, batch.cases, ref_dir, needed,
+        with cached_entry(setup, batch.image, batch.kernel_file, batch.cases, ref_dir, needed,
                           problem, standby=standby, beside=None) as ent:
             got = _judge(problem, batch, ref, ent, needed)
     assert [r.verdict for r in got] == [Verdict.PASSED]
@@ -414,10 +414,10 @@ def test_the_wall_clock_starts_when_the_harness_is_set_up(tmp_path: Path, proble
 
     def graded(script: Script) -> tuple[ShapeResult, FakeEngine]:
         engine = _engine(ent=script)
-        sb = _sandbox(engine)
-        batch = _batch(tmp_path, problem, sb, shapes, entry_limits=plan.entry_limits_from_count(
+        setup = _sandbox(engine)
+        batch = _batch(tmp_path, problem, setup, shapes, entry_limits=plan.entry_limits_from_count(
             limits, problem, shapes, {shapes[0].id: 2}))
-        _pair_result, results = _pair(sb, batch, problem)
+        _pair_result, results = _pair(setup, batch, problem)
         assert results is not None
         return results[0], engine
 

@@ -92,9 +92,9 @@ def test_the_binds_are_read_only_files_in_the_images_library_folder(
              container=f"{DRIVER_LIB_DIR}/libnvidia-ml.so.1"))
     assert all(b.read_only for b in binds)
     # Triton asks ldconfig for libcuda unless told; the image's cache does not list the folder.
-    sb = WorkerSetup(engine=None, session="s", python="/usr/bin/python3", device="cuda",  # type: ignore[arg-type]
+    setup = WorkerSetup(engine=None, session="s", python="/usr/bin/python3", device="cuda",  # type: ignore[arg-type]
                  extra_binds=binds, extra_env=env)
-    spec = container_spec(sb, "img", Role.ENTRY, [], Limits())
+    spec = container_spec(setup, "img", Role.ENTRY, [], Limits())
     assert spec.env["TRITON_LIBCUDA_PATH"] == DRIVER_LIB_DIR
     assert spec.binds[:2] == binds
 

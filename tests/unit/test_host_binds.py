@@ -162,11 +162,11 @@ def test_a_host_runtime_sandbox_uses_the_probed_interpreter_and_its_binds(
     monkeypatch.setattr(runtimes, "host_runtime", lambda python, gpu: rt)
     cfg = GradingOptions(bundle=tmp_path / "b.tar", out_dir=tmp_path,
                          settings=GradingSettings(runtime="host"), python="python3")
-    sb = grade.worker_setup(cfg, None, "s")  # type: ignore[arg-type]
-    assert sb.python == "/opt/py/bin/python3.11"
-    assert [(b.host, b.container, b.read_only) for b in sb.extra_binds] == [
+    setup = grade.worker_setup(cfg, None, "s")  # type: ignore[arg-type]
+    assert setup.python == "/opt/py/bin/python3.11"
+    assert [(b.host, b.container, b.read_only) for b in setup.extra_binds] == [
         ("/opt/py", "/opt/py", True)]
-    assert sb.extra_env == rt.env
+    assert setup.extra_env == rt.env
 
 
 def test_the_expected_view_is_the_binds_and_the_folders_that_hold_them() -> None:

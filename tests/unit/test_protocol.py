@@ -118,13 +118,13 @@ def test_host_and_image_put_things_where_the_harness_looks() -> None:
     assert f"COPY problem/ {protocol.PROBLEM}/\n" in plan.dockerfile
     assert f"harness/{Path(protocol.BOOT).name}" in plan.context
     assert "harness/protocol.py" in plan.context  # the harness's copy of these names
-    sb = WorkerSetup(engine=None, session="s", python="/py", device="cpu")  # type: ignore[arg-type]
-    ref = container_spec(sb, "img", Role.REFERENCE, io_binds(Path("/i"), Path("/o")),
+    setup = WorkerSetup(engine=None, session="s", python="/py", device="cpu")  # type: ignore[arg-type]
+    ref = container_spec(setup, "img", Role.REFERENCE, io_binds(Path("/i"), Path("/o")),
                          Limits(), gated=True)
     assert ref.command[:4] == ["/py", "-I", protocol.BOOT, protocol.REFERENCE_MODE]
     assert {b.container for b in ref.binds} == {protocol.IN, protocol.OUT}
     assert ref.env[protocol.STANDBY_ENV] == "1" and ref.env[protocol.DEVICE_ENV] == "cpu"
-    ent = entry_spec(sb, "img", Path("/i"), Path("/o"), Limits(), None)
+    ent = entry_spec(setup, "img", Path("/i"), Path("/o"), Limits(), None)
     assert ent.command[3] == protocol.ENTRY_MODE and ent.masks == (protocol.PROBLEM,)
     assert {b.container for b in ent.binds} == {protocol.ENTRY, protocol.IN, protocol.OUT}
     assert protocol.LOG_BYTES_ENV in ent.env and ent.stdout_bytes == protocol.STDOUT_BYTES

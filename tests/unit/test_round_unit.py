@@ -170,7 +170,7 @@ def _fake_worker(seed: int = 7) -> tuple[SimpleNamespace, SimpleNamespace]:
     shape = SimpleNamespace(id="s", params={"n": 4})
     case = Case(id="s.0", shape=shape, seed=seed)  # type: ignore[arg-type]
     w = SimpleNamespace(ctx=SimpleNamespace(settings=GradingSettings(), progress=lambda m: None),
-                        sb=SimpleNamespace(device="cpu", timing=None),
+                        setup=SimpleNamespace(device="cpu", timing=None),
         suite=SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0")))
     plan = SimpleNamespace(bundle=SimpleNamespace(id="vector_add"), image="img:1",
                            part_cases=lambda k: [case], label=lambda k: "vector_add")

@@ -87,7 +87,7 @@ def test_one_that_never_gets_there_is_dropped(tmp_path: Path,
 class FakeStandby:
     made: ClassVar[list[FakeStandby]] = []
 
-    def __init__(self, _sb: object, batch: str) -> None:
+    def __init__(self, _setup: object, batch: str) -> None:
         self.batch = batch
         self.closed = False
         FakeStandby.made.append(self)
@@ -109,7 +109,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     FakeStandby.made = []
     events: list[str] = []
     w = Worker.__new__(Worker)
-    w.depth, w.queued, w.sb = depth, deque(), None
+    w.depth, w.queued, w.setup = depth, deque(), None
     w.ctx = SimpleNamespace(progress=events.append, references=None)
     w.ran = []
 
