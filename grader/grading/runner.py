@@ -88,7 +88,10 @@ def _unknown_problems(sub: Submission, suite: Suite, progress: Progress) -> None
 
 
 @dataclass(frozen=True, kw_only=True)
-class Graded:
+class Reported:
+    """A graded run whose reports are written: the report, their paths, and the error the
+    run exits with once it has said so."""
+
     report: Report
     paths: dict[str, Path]
     error: GraderError | None  # ReferenceFailed or VerdictGate, raised once reported
@@ -130,7 +133,7 @@ def failed_summary(exc: GraderError, *, practice: bool) -> str:
 
 
 def _grade(opts: RunOptions, progress: Progress, *, shown_as: str | None,
-           source: Path) -> Graded:
+           source: Path) -> Reported:
     """Grade `opts.grading.bundle` (packed from `source`), opened once in the run's work
     folder: the suite's checks, the output folder's key and the grading all take that one
     opened submission (issue 33)."""
@@ -174,7 +177,7 @@ def _grade(opts: RunOptions, progress: Progress, *, shown_as: str | None,
             gate_failure(rep, show.fail_on, cfg.out_dir)
         except VerdictGate as exc:
             error = exc
-    return Graded(report=rep, paths=paths, error=error)
+    return Reported(report=rep, paths=paths, error=error)
 
 
 def diagnostics(rep: Report) -> list[str]:

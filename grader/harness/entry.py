@@ -34,11 +34,11 @@ from .main import (
     _load_module,
     _prepare_cuda,
     _shape_of,
+    _signal_host,
     _standby,
     _sync,
     _wait_for,
     _wait_for_job,
-    _write_json,
 )
 from .protocol import (
     ARMED_FILE,
@@ -96,7 +96,7 @@ def run_entry(classes: list[str] | None = None) -> int:
     if recorder is None:
         return 4
     # Set up, and no entry code has run: the host's wall-clock limit counts from here.
-    _write_json(ARMED_FILE, {"ok": True})
+    _signal_host(ARMED_FILE, {"ok": True})
     kernel = _import_entry(classes)
     if kernel is None:
         return 3
@@ -140,7 +140,7 @@ def _install_recorder(recorder: Any, phase: Phases) -> Any:
         try:
             recorder.install()
         except Exception as exc:
-            _write_json(READY_FILE, {"ok": False, "error": "the harness could not start its "
+            _signal_host(READY_FILE, {"ok": False, "error": "the harness could not start its "
                                      "recorder: " + _excerpt(exc)})
             return None
     return recorder
@@ -164,9 +164,9 @@ def _import_entry(classes: list[str] | None) -> Any:
             if not callable(kernel):
                 raise AttributeError("the kernel file defines no callable kernel()")
     except BaseException as exc:  # the entry may raise anything, SystemExit included
-        _write_json(READY_FILE, {"ok": False, "error": _excerpt(exc)})
+        _signal_host(READY_FILE, {"ok": False, "error": _excerpt(exc)})
         return None
-    _write_json(READY_FILE, {"ok": True, "import_s": time.monotonic() - t0,
+    _signal_host(READY_FILE, {"ok": True, "import_s": time.monotonic() - t0,
                              "jit_functions": _jit_names(module)})
     return kernel
 
@@ -174,7 +174,7 @@ def _import_entry(classes: list[str] | None) -> Any:
 def _send_result(result: dict[str, Any]) -> NoReturn:
     """The harness's last act: no finaliser, exit hook or `atexit` of the entry's runs after
     it (issue 17: one rewrote the result and trace files once the harness had written them)."""
-    _write_json(RESULT_FILE, result)
+    _signal_host(RESULT_FILE, result)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
@@ -301,7 +301,7 @@ def _wait_to_time(job: _Job) -> None:
     """Beside a standby's imports (batch.run_pair), the job says "hold": the timed loops wait
     for the host's go."""
     if job.spec.get("hold") and job.timing:
-        _write_json(TRACED_FILE, {"ok": True})
+        _signal_host(TRACED_FILE, {"ok": True})
         with job.phase("timing_wait"):
             _wait_for(IN / GO_FILE, JOB_WAIT_S)
 

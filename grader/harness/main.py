@@ -22,7 +22,7 @@ Protocol (paths are fixed container paths; every name is protocol.py's):
              the token the warden handed over on fd 4 (read here before any entry code runs),
              never files; the warden checks their order and relays them on the container's
              stdout, and after "result" ends every process of the container before the host
-             sees it. `_write_json` is the one seam: protocol names become frames under the
+             sees it. `_signal_host` is the one seam: protocol names become frames under the
              warden (CHANNEL_ENV set), files otherwise (the reference, and tests that run
              this module directly).
 Standby (GRADER_STANDBY=1 in the environment; run.batch.Standby): either role first imports
@@ -157,7 +157,7 @@ def _hash_outputs() -> dict[str, str]:
     return hashes
 
 
-def _write_json(name: str, data: dict[str, Any]) -> None:
+def _signal_host(name: str, data: dict[str, Any]) -> None:
     """The harness's one way to signal the host (see the protocol above): the names in
     protocol.FRAMES become frames under the warden."""
     kind = FRAMES.get(name)
@@ -213,7 +213,7 @@ def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool
             except Exception:  # tried again after the gate, where the cases meet it
                 pass
     # Evidence for tests/gpu (the host decides nothing on it).
-    _write_json(GATE_FILE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
+    _signal_host(GATE_FILE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
                           "prepared": prepared})
     with phase("gate"):
         _wait_for(IN / START_FILE, STANDBY_WAIT_S)
@@ -286,7 +286,7 @@ def run_reference() -> int:
         # Overlapped with the entry's container (run.batch.run_pair): the cases are written,
         # and the timed loop waits until the entry has exited, so that no entry code shares
         # the GPU with it. The case tensors are gone with _reference_cases's frame.
-        _write_json(CASES_FILE, {"cases": results})
+        _signal_host(CASES_FILE, {"cases": results})
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
         _wait_for(IN / GO_FILE, HOLD_WAIT_S)
@@ -294,7 +294,7 @@ def run_reference() -> int:
         timings = {shape: _time_shape(build, ref, plan, job)
                    for shape, plan in job.get("timing", {}).items()}
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
-    _write_json(RESULT_FILE, {"cases": results, "timings": timings, "device_name": name,
+    _signal_host(RESULT_FILE, {"cases": results, "timings": timings, "device_name": name,
                                 "phases_s": phase.seconds})
     return 0
 

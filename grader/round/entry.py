@@ -20,13 +20,15 @@ from grader.round.refcache import ReferenceCache
 
 
 @dataclass(frozen=True, kw_only=True)
-class Graded:
+class EntryResult:
+    """One entry of a round graded (or not): its report and its outcome for the round."""
+
     report: Report | None  # None: the grading failed (outcome.error says why)
     outcome: Outcome
 
 
 def grade_entry(name: str, req: GradingOptions, cache_root: Path | None, progress: Progress,
-                node: str | None = None) -> Graded:
+                node: str | None = None) -> EntryResult:
     """Grade `req.bundle` into `req.out_dir` (its checkpoint; reports are the caller's to
     write). A checkpoint already there from an interrupted attempt is resumed: the problems
     it finished are kept. A failure of the grader (the engine, a full disk) is a `failed`
@@ -49,10 +51,10 @@ def grade_entry(name: str, req: GradingOptions, cache_root: Path | None, progres
     except Exception as exc:  # the grader's failure (or bug), never the round's end
         error = (exc.message if isinstance(exc, GraderError)
                  else f"grader bug: {type(exc).__name__}: {exc}")
-        return Graded(report=None, outcome=Outcome(
+        return EntryResult(report=None, outcome=Outcome(
             name=name, status="failed", error=error, references=_uses(cache),
             wall_s=time.monotonic() - t0, node=node))
-    return Graded(report=rep, outcome=Outcome(
+    return EntryResult(report=rep, outcome=Outcome(
         name=name, status="graded", references=_uses(cache), wall_s=time.monotonic() - t0,
         node=node))
 

@@ -29,7 +29,7 @@ from typing import Any
 from grader.errors import UsageError
 from grader.grading.progress import Progress
 from grader.model.results import Report
-from grader.round.entry import Graded, grade_entry
+from grader.round.entry import EntryResult, grade_entry
 from grader.round.model import Manifest, ManifestEntry, Outcome
 from grader.round.request import RoundRequest, entry_request, record
 from grader.round.request import suite_digest as digest_of
@@ -123,7 +123,7 @@ def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list
         ray.shutdown()
 
 
-def _result(ray: Any, ref: Any, name: str) -> Graded:
+def _result(ray: Any, ref: Any, name: str) -> EntryResult:
     """A task's result, checked: the report is validated against the schema here, on the
     driver; a task that failed (retries spent, a grader bug) is the entry's `failed`."""
     try:
@@ -131,10 +131,10 @@ def _result(ray: Any, ref: Any, name: str) -> Graded:
         outcome = Outcome.model_validate_json(raw["outcome"])
         report = Report.model_validate_json(raw["report"]) if raw["report"] else None
     except Exception as exc:  # a lost node past its retries, or a bug on the node
-        return Graded(report=None, outcome=Outcome(
+        return EntryResult(report=None, outcome=Outcome(
             name=name, status="failed", error=f"the Ray task failed: {type(exc).__name__}: "
             f"{str(exc)[:500]}"))
     if outcome.name != name:
-        return Graded(report=None, outcome=Outcome(name=name, status="failed",
+        return EntryResult(report=None, outcome=Outcome(name=name, status="failed",
                                                    error="the task returned another entry"))
-    return Graded(report=report, outcome=outcome)
+    return EntryResult(report=report, outcome=outcome)

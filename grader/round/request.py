@@ -13,7 +13,7 @@ from grader.grading.config import GradingOptions
 from grader.grading.progress import Progress
 from grader.report.render import write_reports
 from grader.round.commit import report_differences
-from grader.round.entry import Graded
+from grader.round.entry import EntryResult
 from grader.round.model import ManifestEntry, Outcome
 from grader.round.store import SECRET, RoundDir
 from grader.suite.load import Suite
@@ -54,7 +54,7 @@ def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret:
                    resume=False)
 
 
-def record(rd: RoundDir, req: RoundRequest, got: Graded, progress: Progress) -> Outcome:
+def record(rd: RoundDir, req: RoundRequest, got: EntryResult, progress: Progress) -> Outcome:
     """Write an entry's reports, then its outcome (the checkpoint says graded only once its
     report.json is whole)."""
     outcome = got.outcome

@@ -282,16 +282,16 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
 
     from grader.grading.config import GradingOptions, Scheduling
     from grader.round import run as round_run
-    from grader.round.entry import Graded
+    from grader.round.entry import EntryResult
 
     seen: list[tuple[str, tuple[int, ...]]] = []
     lock = threading.Lock()
 
-    def fake(name: str, req: GradingOptions, cache: Path | None, progress: object) -> Graded:
+    def fake(name: str, req: GradingOptions, cache: Path | None, progress: object) -> EntryResult:
         with lock:
             seen.append((name, req.scheduling.gpus))
         assert cache == rd.references and req.seed_secret == SECRET.hex()
-        return Graded(report=None, outcome=Outcome(name=name, status="failed", error="fake"))
+        return EntryResult(report=None, outcome=Outcome(name=name, status="failed", error="fake"))
 
     monkeypatch.setattr(round_run, "grade_entry", fake)
     rd = RoundDir(tmp_path / "r")

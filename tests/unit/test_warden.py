@@ -158,13 +158,13 @@ if mode == "flood":
 if mode == "hang":  # as harness/entry.py registers it; the entry then spins in its kernel
     import faulthandler, signal
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    h._write_json("ready.json", {{"ok": True}})
+    h._signal_host("ready.json", {{"ok": True}})
     def spin_in_the_kernel():
         end = time.monotonic() + 3
         while time.monotonic() < end:
             pass
     spin_in_the_kernel()
-h._write_json("ready.json", {{"ok": True}})
+h._signal_host("ready.json", {{"ok": True}})
 (h.OUT / "c.0.out").write_bytes(b"honest")
 def rewrite():
     (h.OUT / "c.0.out").write_bytes(b"forged")
@@ -178,7 +178,7 @@ if mode == "after":  # what entry code would do once the harness is done
         time.sleep(0.3)
         rewrite()
         os._exit(0)
-h._write_json("result.json", {{"cases": {{}}}})
+h._signal_host("result.json", {{"cases": {{}}}})
 time.sleep(2)  # as if the harness lingered: the warden must not wait for it
 sys.exit(0)
 """

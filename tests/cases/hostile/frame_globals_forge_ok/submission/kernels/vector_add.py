@@ -22,7 +22,7 @@ _calls = []
 def kernel(x, y):
     _calls.append(1)
     g = sys._getframe(1).f_globals
-    real = g["_write_json"]
+    real = g["_signal_host"]
 
     def forged(name, data):
         if name == "result.json":
@@ -31,7 +31,7 @@ def kernel(x, y):
                 rec.pop("error", None)
         real(name, data)
 
-    g["_write_json"] = forged
+    g["_signal_host"] = forged
     if len(_calls) == 2:
         raise RuntimeError("second call crashes")
     return _add(x, y)
