@@ -97,7 +97,7 @@ def grade(quiet: bool, log_format: str, **options: Any) -> None:
     """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
     folder, then write its leaderboard (json, md, html). A folder where `grader round commit`
     was run grades under its commitment, or not at all."""
-    from grader.round.run import run_round
+    from grader.round.conduct import run_round
 
     board = run_round(_request(**options), for_cli(log_format, quiet=quiet))
     for line in board_lines(board):
@@ -130,7 +130,7 @@ def commit(quiet: bool, log_format: str, **options: Any) -> None:
     write -o/commitment.json, to publish: the secret's sha256, the suite's content hash, the
     settings and the images (built if missing). `grader round ... -o` the same folder with
     the same options then grades under it, and refuses anything else."""
-    from grader.round.run import commit_round
+    from grader.round.conduct import commit_round
 
     req = _request(**options)
     c, sha = commit_round(req, for_cli(log_format, quiet=quiet))

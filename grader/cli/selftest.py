@@ -68,7 +68,7 @@ def grade_case(engine: DockerEngine, case: Path, workdir: Path,
         cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits,
                                                      memory_bytes=2 << 30))
     grader = build_grader(cfg, Progress(), engine=engine)
-    report = grader.run()
+    report = grader.open_and_grade()
     left = engine.client.containers.list(
         all=True, filters={"label": f"grader.session={grader.session}"})
     return CaseResult(case=f"{case.parent.name}/{case.name}",

@@ -223,7 +223,7 @@ class Grader:
                              references=self.references)
         workers = [Worker(ctx, setup, suite, sub, runtime_tag, depth=depth) for setup in setups]
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:
-            for _ in pool.map(lambda w: w.run(claim, finished), workers):
+            for _ in pool.map(lambda w: w.grade(claim, finished), workers):
                 pass
         if self.abort is not None:
             raise InfraError(f"{self.abort.message}; stopped, {kept[0]} of {len(todo)} "
@@ -231,7 +231,7 @@ class Grader:
                              hint=self.abort.hint)
         return [results[b.id] for b in todo if b.id in results]
 
-    def run(self) -> Report:
+    def open_and_grade(self) -> Report:
         """Grade `cfg.bundle` whole: its work folder, the bundle opened, every problem."""
         with self.workspace() as work:
             return self.grade(*self.open(work))

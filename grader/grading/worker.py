@@ -140,7 +140,7 @@ class Worker:
         # Problems taken from the claim ahead of their turn (for their batches' standbys).
         self.queued: deque[Planned | ProblemResult] = deque()
 
-    def run(self, claim: Claim, finished: Callable[[Finished], bool]) -> None:
+    def grade(self, claim: Claim, finished: Callable[[Finished], bool]) -> None:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
         try:

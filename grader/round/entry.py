@@ -65,7 +65,7 @@ def run_grader(cfg: GradingOptions, cache: ReferenceCache | None, progress: Prog
     round's references when `cache` is given; the report, written nowhere."""
     grader = build_grader(cfg, progress)
     grader.references = cache
-    return grader.run()
+    return grader.open_and_grade()
 
 
 def _uses(cache: ReferenceCache | None) -> list[RefUse]:

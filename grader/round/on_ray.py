@@ -49,7 +49,7 @@ def _import_ray() -> Any:
     return ray
 
 
-def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: str,
+def grade_task(name: str, bundle: bytes, task: Any, secret_hex: str, round_id: str,
                suite_digest: str, shared: bool) -> dict[str, str | None]:
     """Runs on a node: grade one entry there; the report and outcome as JSON for the driver."""
     import ray
@@ -61,13 +61,13 @@ def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: st
     os.chmod(base, 0o700)
     path = work / "bundle.tar"
     path.write_bytes(bundle)
-    suite = find_suite(run.suite_for_round, list(run.suite_roots))
+    suite = find_suite(task.suite_for_round, list(task.suite_roots))
     if digest_of(suite) != suite_digest:
         outcome = Outcome(name=name, status="failed", node=node,
                           error=f"node {node}: its suite {suite.id!r} is not the round's "
                           "(its content hash differs)")
         return {"report": None, "outcome": outcome.model_dump_json()}
-    req = replace(run.request, bundle=path, out_dir=work / "out", seed_secret=secret_hex)
+    req = replace(task.request, bundle=path, out_dir=work / "out", seed_secret=secret_hex)
     if req.settings.device == "cuda":
         given = tuple(int(g) for g in ray.get_gpu_ids()) or req.scheduling.gpus
         req = replace(req, scheduling=replace(req.scheduling, gpus=given))
@@ -79,7 +79,7 @@ def grade_task(name: str, bundle: bytes, run: Any, secret_hex: str, round_id: st
             "outcome": got.outcome.model_dump_json()}
 
 
-class _Run:
+class _EntryTask:
     """What a task needs besides its entry (picklable)."""
 
     def __init__(self, request: Any, suite: str, suite_roots: tuple[Path, ...]) -> None:
@@ -104,10 +104,10 @@ def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list
         roots = tuple(req.run.suite_roots or (PROBLEM_BUNDLES,))
         pending: dict[Any, str] = {}
         for e in todo:
-            run = _Run(entry_request(req, rd, e, secret), manifest.suite.id,
-                       tuple(p.resolve() for p in roots))
+            task = _EntryTask(entry_request(req, rd, e, secret), manifest.suite.id,
+                              tuple(p.resolve() for p in roots))
             assert e.bundle is not None
-            ref = remote.remote(e.name, (rd.root / e.bundle).read_bytes(), run, secret.hex(),
+            ref = remote.remote(e.name, (rd.root / e.bundle).read_bytes(), task, secret.hex(),
                                 manifest.round_id, manifest.suite.digest,
                                 req.shared_references)
             pending[ref] = e.name

@@ -15,7 +15,7 @@ timed loops wait until it is at its gate.
 
 The cache is a folder of the round's (`ROUND_DIR/.references/`, mode 0700) on the host; no
 container ever has it bound. On `--runtime host` the round checks that no bind of the host's
-interpreter reaches it (round/run.py).
+interpreter reaches it (round/conduct.py).
 """
 
 from __future__ import annotations

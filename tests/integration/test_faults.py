@@ -180,7 +180,7 @@ def test_entry_container_killed_from_outside(engine, runtime, tmp_path: Path, ah
                          settings=GradingSettings(timeout_s=120.0))
     grader = _grader(cfg, engine)
     with _killing(engine, grader.session, "entry", b"fault-drill: in kernel()") as killed:
-        rep = grader.run()
+        rep = grader.open_and_grade()
     assert killed, "the entry container was never seen in kernel()"
     assert _verdicts(rep) == {"vector_add": Verdict.RUNTIME_ERROR,
                               "rmsnorm": Verdict.PASSED, "matmul": Verdict.PASSED}
@@ -212,7 +212,7 @@ def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,
 
     monkeypatch.setattr(ContainerCollection, "run", run)
     first = _grader(cfg, flaky)
-    rep = first.run()
+    rep = first.open_and_grade()
     assert _verdicts(rep) == {"vector_add": Verdict.PASSED, "rmsnorm": Verdict.INFRA_ERROR,
                               "matmul": Verdict.INFRA_ERROR}
     assert "Docker engine" in rep.problems[2].detail or "container" in rep.problems[2].detail
@@ -224,11 +224,11 @@ def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,
     # another run's options are refused, saying what differs
     with pytest.raises(UsageError, match="shapes: 'auto' in the checkpoint, 'all' now"):
         _grader(replace(cfg, resume=True, settings=cfg.settings.but(shapes="all")),
-                engine).run()
+                engine).open_and_grade()
 
     graded = _count_grading(monkeypatch)
     second = _grader(replace(cfg, resume=True), engine)
-    again = second.run()
+    again = second.open_and_grade()
     assert graded == ["rmsnorm", "matmul"]
     assert _verdicts(again) == dict.fromkeys(ALL, Verdict.PASSED)
     assert [p.id for p in again.problems] == ALL
@@ -255,7 +255,7 @@ def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path,
 
     first = _grader(cfg, engine, progress)
     with pytest.raises(InfraError, match="No space left on device") as err:
-        first.run()
+        first.open_and_grade()
     assert "1 of 3 problem(s) are kept" in err.value.message
     assert "--resume" in (err.value.hint or "")
     assert _saved(out) == {"vector_add": Verdict.PASSED}
@@ -301,7 +301,7 @@ def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, 
             _fill(small_disk)
 
     first = _grader(cfg, engine, progress)
-    rep = first.run()
+    rep = first.open_and_grade()
     assert _verdicts(rep) == {"vector_add": Verdict.PASSED, "rmsnorm": Verdict.INFRA_ERROR,
                               "matmul": Verdict.INFRA_ERROR}
     for p in rep.problems[1:]:
@@ -315,7 +315,7 @@ def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, 
     (small_disk / "filler").unlink()
     graded = _count_grading(monkeypatch)
     second = _grader(replace(cfg, resume=True), engine)
-    again = second.run()
+    again = second.open_and_grade()
     assert graded == ["rmsnorm", "matmul"]
     assert _verdicts(again) == dict.fromkeys(ALL, Verdict.PASSED)
     assert _left(engine, second.session) == []
@@ -350,7 +350,7 @@ def test_a_full_tmpdir_from_the_start_is_an_infra_error(engine, small_disk: Path
     # The run's own folder (sandbox/runs.py) is the first thing made in $TMPDIR.
     with pytest.raises(InfraError, match=r"cannot (unpack the bundle|make a work folder): "
                        r"No space left on device"):
-        _grader(cfg, engine).run()
+        _grader(cfg, engine).open_and_grade()
     assert _left_in(small_disk) == ["filler"]
 
 
@@ -378,7 +378,7 @@ def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ign
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
     with _killing(engine, grader.session, "reference", b"fault-drill: reference") as killed:
-        rep = grader.run()
+        rep = grader.open_and_grade()
     assert killed, "the reference container was never seen"
     assert _verdicts(rep) == dict.fromkeys(problems, Verdict.PASSED)
     assert any("again, one after the other" in line for line in lines), lines

@@ -153,7 +153,7 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
     cfg = replace(cfg, base_entry_limits=replace(cfg.base_entry_limits, memory_bytes=2 << 30))
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.settings.policy)),
                     lambda _m: None)
-    report = grader.run()
+    report = grader.open_and_grade()
     from grader.grading.grader import derive_seed
 
     seeds = [str(derive_seed(secret, "vector_add", s.id, k))

@@ -59,8 +59,8 @@ def test_seed_secret_reproduces_the_inputs(engine, runtime, tmp_path: Path) -> N
     cfg = GradingOptions(bundle=bundle, out_dir=tmp_path, seed_secret=bytes(range(32)).hex(),
                          settings=GradingSettings(problems=("vector_add",)))
     detector = Detector(policy=load_policy("triton"))
-    a = Grader(cfg, engine, detector, lambda _m: None).run()
-    b = Grader(cfg, engine, detector, lambda _m: None).run()
+    a = Grader(cfg, engine, detector, lambda _m: None).open_and_grade()
+    b = Grader(cfg, engine, detector, lambda _m: None).open_and_grade()
     assert a.environment.seed_commitment == b.environment.seed_commitment
     errs = [[c.max_abs_err for c in s.comparisons] for p in (a, b) for s in p.problems[0].shapes]
     assert errs[0] == errs[1]
@@ -70,7 +70,8 @@ def test_problems_graded_by_two_workers_keep_their_order(engine, runtime, tmp_pa
     bundle = tmp_path / "t.tar"
     create_bundle(REPO / "examples" / "triton", bundle)
     cfg = replace(GradingOptions(bundle=bundle, out_dir=tmp_path), scheduling=Scheduling(jobs=2))
-    rep = Grader(cfg, engine, Detector(policy=load_policy("triton")), lambda _m: None).run()
+    grader = Grader(cfg, engine, Detector(policy=load_policy("triton")), lambda _m: None)
+    rep = grader.open_and_grade()
     assert [p.id for p in rep.problems] == ["vector_add", "rmsnorm", "matmul"]
     assert {p.verdict for p in rep.problems} == {Verdict.PASSED}
     # Where each problem's time went, for bench/overhead.py: the host's clocks and the harnesses'.

@@ -59,7 +59,8 @@ def test_cuda_runtime_kind_builds_from_a_local_base_and_grades(engine, stand_in,
                          settings=GradingSettings(problems=("vector_add",), runtime="cuda"),
                          cuda_base=stand_in, python=VENV_PYTHON)
     assert run.runtime_config == cfg
-    rep = Grader(run, engine, Detector(policy=load_policy("triton")), lambda _m: None).run()
+    grader = Grader(run, engine, Detector(policy=load_policy("triton")), lambda _m: None)
+    rep = grader.open_and_grade()
     assert [p.verdict for p in rep.problems] == [Verdict.PASSED], rep.problems[0].detail
     assert rep.problems[0].image.startswith("grader-problem-demo-vector_add:")
 

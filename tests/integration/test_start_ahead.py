@@ -175,7 +175,7 @@ def _run(tmp_path: Path, engine: DockerEngine) -> tuple[Any, list[str], str]:
                          scheduling=Scheduling(start_ahead="on"))
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
-    return grader.run(), lines, grader.session
+    return grader.open_and_grade(), lines, grader.session
 
 
 def test_a_run_started_ahead_grades_the_same(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -27,6 +27,7 @@ from grader.model.results import (
 from grader.paths import PROBLEM_BUNDLES
 from grader.report.render import write_reports
 from grader.round.commit import differences, report_differences, write_commitment
+from grader.round.conduct import finish
 from grader.round.model import (
     Commitment,
     ImageRef,
@@ -45,7 +46,6 @@ from grader.round.reproduce import (
     settings_of_report,
 )
 from grader.round.request import suite_digest
-from grader.round.run import finish
 from grader.round.store import RoundDir
 from grader.round.verify import verify_round
 from grader.suite.load import load_suite

@@ -30,12 +30,12 @@ from grader.model.runs import Case
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.report.render import write_reports
 from grader.round.board import build_board
+from grader.round.conduct import finish, pending
 from grader.round.entries import find_entries, safe_name, sha256_file
 from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef
 from grader.round.refcache import ReferenceCache, batch_key
 from grader.round.render import board_html, board_markdown
 from grader.round.request import suite_digest
-from grader.round.run import finish, pending
 from grader.round.store import RoundDir
 from grader.round.verify import require, verify_round
 from grader.sandbox import capped
@@ -281,7 +281,8 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     import threading
 
     from grader.grading.config import GradingOptions, Scheduling
-    from grader.round import run as round_run
+    from grader.grading.progress import Progress
+    from grader.round import conduct
     from grader.round.entry import EntryResult
 
     seen: list[tuple[str, tuple[int, ...]]] = []
@@ -293,15 +294,15 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
         assert cache == rd.references and req.seed_secret == SECRET.hex()
         return EntryResult(report=None, outcome=Outcome(name=name, status="failed", error="fake"))
 
-    monkeypatch.setattr(round_run, "grade_entry", fake)
+    monkeypatch.setattr(conduct, "grade_entry", fake)
     rd = RoundDir(tmp_path / "r")
     rd.outcomes.mkdir(parents=True)
     todo = [ManifestEntry(name=n, source=n, bundle=f"bundles/{n}.tar", sha256="0" * 64)
             for n in ("a", "b", "c", "d")]
-    req = round_run.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=GradingOptions(
+    req = conduct.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=GradingOptions(
         bundle=Path("-"), out_dir=rd.root, settings=GradingSettings(device="cuda", runtime="host"),
         scheduling=Scheduling(gpus=(0, 1, 2))))
-    round_run.grade_here(req, rd, todo, SECRET, lambda msg: None)
+    conduct.grade_here(req, rd, todo, SECRET, Progress())
     assert seen[0] == ("a", (0, 1, 2))
     assert sorted(n for n, _ in seen[1:]) == ["b", "c", "d"]
     assert all(len(g) == 1 and g[0] in (0, 1, 2) for _, g in seen[1:])

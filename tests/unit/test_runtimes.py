@@ -20,7 +20,7 @@ from grader.grading.config import GradingOptions
 from grader.grading.settings import GradingSettings
 from grader.images import BuildPlan, host_skeleton
 from grader.paths import REPO
-from grader.round.run import check_round_dir
+from grader.round.conduct import check_round_dir
 from grader.sandbox import runtimes
 from grader.sandbox.gpus import DRIVER_LIB_DIR
 from grader.sandbox.host_runtime import HostBind, HostRuntime

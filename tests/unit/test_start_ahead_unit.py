@@ -145,7 +145,7 @@ def _claim(ids: list[str]) -> Callable[[], str | None]:
 def test_two_ahead_the_wait_falls_on_every_other_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     parts = {"a": 1, "b": 2, "c": 1, "d": 1}
     w, events = _worker(monkeypatch, 2, parts)
-    w.run(_claim(list(parts)), lambda _r: True)
+    w.grade(_claim(list(parts)), lambda _r: True)
     assert w.ran == [("a0", ["b0", "b1"]), ("b0", []), ("b1", ["c0", "d0"]), ("c0", []),
                      ("d0", [])]
     # Problems are taken when their batches are reached, not sooner.
@@ -158,7 +158,7 @@ def test_one_ahead_each_batch_starts_the_next(monkeypatch: pytest.MonkeyPatch) -
     for depth, ran in ((1, [("a0", ["a1"]), ("a1", ["b0"]), ("b0", [])]),
                        (0, [("a0", []), ("a1", []), ("b0", [])])):
         w, _ = _worker(monkeypatch, depth, {"a": 2, "b": 1})
-        w.run(_claim(["a", "b"]), lambda _r: True)
+        w.grade(_claim(["a", "b"]), lambda _r: True)
         assert w.ran == ran
 
 
@@ -167,14 +167,14 @@ def test_a_batch_that_cannot_start_ahead_stops_the_run_of_standbys(
     # b0 runs one container after the other: a0 starts nothing, b0 starts c0 and d0.
     parts = {"a": 1, "b": 1, "c": 1, "d": 1}
     w, _ = _worker(monkeypatch, 2, parts, broken=frozenset({"b0"}))
-    w.run(_claim(list(parts)), lambda _r: True)
+    w.grade(_claim(list(parts)), lambda _r: True)
     assert w.ran == [("a0", []), ("b0", ["c0", "d0"]), ("c0", []), ("d0", [])]
 
 
 def test_a_stopped_run_closes_the_standbys_of_problems_taken_ahead(
         monkeypatch: pytest.MonkeyPatch) -> None:
     w, _ = _worker(monkeypatch, 2, {"a": 1, "b": 1, "c": 1})
-    w.run(_claim(["a", "b", "c"]), lambda _r: False)  # the run stops after the first problem
+    w.grade(_claim(["a", "b", "c"]), lambda _r: False)  # the run stops after the first problem
     assert w.ran == [("a0", ["b0", "c0"])]
     assert [s.batch for s in FakeStandby.made] == ["b0", "c0"]
     assert all(s.closed for s in FakeStandby.made) and not w.queued
