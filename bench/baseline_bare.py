@@ -35,7 +35,7 @@ from grader.formats.problem import Shape
 from grader.harness.timing import time_bare
 from grader.judge.outputs import compare
 from grader.scoring.derive import load_reference
-from grader.suite.load import ProblemBundle, load_suite
+from grader.suite.load import SuiteProblem, load_suite
 
 L2_FLUSH_BYTES = 256 << 20
 
@@ -52,11 +52,11 @@ def _as_list(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _measure_shape(bundle: ProblemBundle, shape: Shape, ref: Any,
+def _measure_shape(sp: SuiteProblem, shape: Shape, ref: Any,
                    fns: dict[str, Callable[..., Any]], seeds: int, budget_s: float
                    ) -> dict[str, Any]:
     """One shape's row; its tensors die with this call."""
-    row: dict[str, Any] = {"problem": bundle.id, "shape": shape.id, "phase": shape.phase}
+    row: dict[str, Any] = {"problem": sp.id, "shape": shape.id, "phase": shape.phase}
     try:
         sets = [tuple(ref.make_inputs(1000 + i, "cuda", **shape.params)) for i in range(seeds)]
         with torch.no_grad():
@@ -68,7 +68,7 @@ def _measure_shape(bundle: ProblemBundle, shape: Shape, ref: Any,
         try:
             fn(*sets[0])  # compile, autotune
             torch.cuda.synchronize()
-            outcomes = [compare(e, _as_list(fn(*s)), bundle.problem)
+            outcomes = [compare(e, _as_list(fn(*s)), sp.problem)
                         for e, s in zip(expected, sets, strict=True)]
             bad = [o.detail for o in outcomes if not o.ok]
             raw, _ = time_bare(fn, sets, l2_flush_bytes=L2_FLUSH_BYTES, budget_s=budget_s)
@@ -89,14 +89,14 @@ def measure(suite_dir: Path, entries: dict[str, Path], problems: list[str], seed
     if unknown:  # before any device time is spent
         sys.exit(f"not problems of suite {suite.id}: {', '.join(unknown)}")
     for pid in problems or list(suite.problems):
-        bundle = suite.problems[pid]
-        ref = load_reference(bundle.directory)
+        sp = suite.problems[pid]
+        ref = load_reference(sp.directory)
         fns = {"reference": ref.reference}
         for name, folder in entries.items():
             if (folder / f"{pid}.py").is_file():
                 fns[name] = _load(folder / f"{pid}.py", f"_bare_{name}_{pid}").kernel
-        for shape in (s for s in bundle.problem.shapes if not s.smoke):
-            row = _measure_shape(bundle, shape, ref, fns, seeds, budget_s)
+        for shape in (s for s in sp.problem.shapes if not s.smoke):
+            row = _measure_shape(sp, shape, ref, fns, seeds, budget_s)
             results["shapes"].append(row)
             out_path.write_text(json.dumps(results, indent=1))
             print(json.dumps(row), flush=True)

@@ -29,7 +29,7 @@ import jinja2
 from grader.errors import ImageBuildError
 from grader.harness import protocol
 from grader.paths import HARNESS_DIR, IMAGES_DIR, cache_dir
-from grader.suite.load import ProblemBundle
+from grader.suite.load import SuiteProblem
 
 
 class Builder(Protocol):
@@ -148,13 +148,13 @@ def problem_repo(suite: str, problem: str) -> str:
     return f"grader-problem-{suite.lower().replace('.', '-')}-{problem.lower()}"
 
 
-def problem_plan(runtime_tag: str, suite: str, bundle: ProblemBundle) -> BuildPlan:
-    text = render("problem", runtime=runtime_tag, suite=suite, problem=bundle.id,
+def problem_plan(runtime_tag: str, suite: str, sp: SuiteProblem) -> BuildPlan:
+    text = render("problem", runtime=runtime_tag, suite=suite, problem=sp.id,
                   harness_dir=protocol.HARNESS, problem_dir=protocol.PROBLEM)
     context = harness_files()
-    context.update({f"problem/{name}": bundle.directory / name for name in bundle.files()})
+    context.update({f"problem/{name}": sp.directory / name for name in sp.files()})
     parts = [text.encode()] + [k.encode() + _file_digest(p) for k, p in sorted(context.items())]
-    return BuildPlan(kind="problem", tag=f"{problem_repo(suite, bundle.id)}:{_digest(parts)}",
+    return BuildPlan(kind="problem", tag=f"{problem_repo(suite, sp.id)}:{_digest(parts)}",
                      dockerfile=text, context=context)
 
 

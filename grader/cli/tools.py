@@ -68,8 +68,8 @@ def images_build(suites: tuple[str, ...]) -> None:
     click.echo(f"{'built' if runtime.built else 'present'}: {runtime.tag}")
     for name in suites:
         suite = find_suite(name, list(suite_roots()))
-        for bundle in suite.problems.values():
-            got = ensure(engine, problem_plan(runtime.tag, suite.id, bundle))
+        for sp in suite.problems.values():
+            got = ensure(engine, problem_plan(runtime.tag, suite.id, sp))
             click.echo(f"{'built' if got.built else 'present'}: {got.tag}")
 
 

@@ -49,7 +49,7 @@ from grader.sandbox.runtimes import runtime_for
 from grader.sandbox.spec import GpuAccess
 from grader.scoring.apply import profile_for_device, score_report
 from grader.scoring.hardware import load_hardware
-from grader.suite.load import ProblemBundle, Suite, check_problems, find_suite
+from grader.suite.load import Suite, SuiteProblem, check_problems, find_suite
 from grader.verdicts import Verdict
 
 __all__ = [
@@ -175,7 +175,7 @@ class Grader:
             self.device_name = self.device_name or d.device_name
         return done
 
-    def grade_all(self, suite: Suite, todo: list[ProblemBundle], sub: Submission,
+    def grade_all(self, suite: Suite, todo: list[SuiteProblem], sub: Submission,
                   runtime_tag: str, done: dict[str, Finished] | None = None
                   ) -> list[ProblemResult]:
         """Grade problems concurrently, one worker per sandbox (worker.Worker), each taking
@@ -187,16 +187,16 @@ class Grader:
         """
         done = done or {}
         results: dict[str, ProblemResult] = {}
-        for bundle in todo:
-            if bundle.id in done:
-                self.progress(f"{bundle.id}: done ({done[bundle.id].result.verdict}, "
+        for sp in todo:
+            if sp.id in done:
+                self.progress(f"{sp.id}: done ({done[sp.id].result.verdict}, "
                               "from the checkpoint)")
-                results[bundle.id] = done[bundle.id].result
+                results[sp.id] = done[sp.id].result
         waiting = deque(b for b in todo if b.id not in done)
         lock = threading.Lock()
         kept = [len(done)]
 
-        def claim() -> ProblemBundle | None:
+        def claim() -> SuiteProblem | None:
             with lock:
                 return waiting.popleft() if waiting and self.abort is None else None
 

@@ -12,14 +12,14 @@ from grader.model.findings import Finding
 from grader.model.results import ShapeResult
 from grader.model.runs import Case
 from grader.run.batch import Batch, EntryStandby, Standby
-from grader.suite.load import ProblemBundle
+from grader.suite.load import SuiteProblem
 
 
 @dataclass(kw_only=True)
 class Planned:
     """A problem made ready to grade (image, cases, batches), and its results so far."""
 
-    bundle: ProblemBundle
+    sp: SuiteProblem
     kernel: Path
     rel: str
     source: str
@@ -40,7 +40,7 @@ class Planned:
 
     def label(self, k: int) -> str:
         n = len(self.parts)
-        return self.bundle.id if n == 1 else f"{self.bundle.id} [{k + 1}/{n}]"
+        return self.sp.id if n == 1 else f"{self.sp.id} [{k + 1}/{n}]"
 
     def part_cases(self, k: int) -> list[Case]:
         ids = {s.id for s in self.parts[k]}
@@ -54,4 +54,4 @@ class Planned:
 
 
 # Where a worker takes its next problem from (grader.Grader.grade_all); None: no more.
-Claim = Callable[[], ProblemBundle | None]
+Claim = Callable[[], SuiteProblem | None]

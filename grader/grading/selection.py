@@ -9,16 +9,16 @@ from grader.formats.problem import Shape
 from grader.grading.settings import GradingSettings, Narrowing
 from grader.model.findings import Finding
 from grader.model.results import ProblemResult, ShapesGraded
-from grader.suite.load import ProblemBundle
+from grader.suite.load import SuiteProblem
 from grader.verdicts import Verdict
 
 
-def select_shapes(bundle: ProblemBundle, settings: GradingSettings,
+def select_shapes(sp: SuiteProblem, settings: GradingSettings,
                   narrowing: Narrowing | None = None) -> list[Shape]:
-    """The shapes of `bundle` that --shapes on the device selects, and -k or --last-failed
+    """The shapes of `sp` that --shapes on the device selects, and -k or --last-failed
     leave in."""
-    shapes = [s for s in bundle.problem.shapes
-              if narrowing is None or narrowing.picks(bundle.id, s.id)]
+    shapes = [s for s in sp.problem.shapes
+              if narrowing is None or narrowing.picks(sp.id, s.id)]
     selection = settings.shapes
     if selection == "auto":
         selection = "smoke" if settings.device == "cpu" else "all"
@@ -29,20 +29,20 @@ def select_shapes(bundle: ProblemBundle, settings: GradingSettings,
     return list(shapes)
 
 
-def nothing_graded(bundle: ProblemBundle, settings: GradingSettings, static: list[Finding],
+def nothing_graded(sp: SuiteProblem, settings: GradingSettings, static: list[Finding],
                    rel: str) -> ProblemResult:
     """A problem none of whose shapes this run selects: `missing`, never `passed` (issue 20:
     an imported problem without smoke shapes was "passed (0/0)" on a CPU, and `--fail-on`
     let it through)."""
-    detail = (f"no shape graded: none of its {len(bundle.problem.shapes)} shape(s) is selected "
+    detail = (f"no shape graded: none of its {len(sp.problem.shapes)} shape(s) is selected "
               f"by --shapes {settings.shapes} on {settings.device}" + (
                   " (a CPU grades smoke shapes only; pass --shapes all)"
                   if settings.shapes == "auto" and settings.device == "cpu" else ""))
-    return ProblemResult(id=bundle.id, operator=bundle.problem.operator, verdict=Verdict.MISSING,
+    return ProblemResult(id=sp.id, operator=sp.problem.operator, verdict=Verdict.MISSING,
                          detail=detail, findings=static, kernel_file=rel)
 
 
-def shapes_graded(todo: list[ProblemBundle], settings: GradingSettings, narrowing: Narrowing
+def shapes_graded(todo: list[SuiteProblem], settings: GradingSettings, narrowing: Narrowing
                   ) -> tuple[ShapesGraded, int]:
     """Which shapes of the problems in `todo` this run grades, and how many it leaves out."""
     chosen = [select_shapes(b, settings, narrowing) for b in todo]

@@ -61,7 +61,7 @@ from grader.run.batch import (
 )
 from grader.run.jobs import WorkerSetup, timed_plans
 from grader.sandbox.spec import Limits
-from grader.suite.load import ProblemBundle, Suite
+from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict, worst
 
 if TYPE_CHECKING:
@@ -168,46 +168,46 @@ class Worker:
                 self.grade_batch(cur, k, self._start_ahead(cur, k, claim))
             return self.finish(cur)
         except Exception as exc:
-            return self.failed(cur.bundle, exc)
+            return self.failed(cur.sp, exc)
         finally:
             cur.close()
 
-    def open(self, bundle: ProblemBundle | None) -> Planned | ProblemResult | None:
-        """`bundle` planned; or its result when there is nothing to grade (no kernel) or the
+    def open(self, sp: SuiteProblem | None) -> Planned | ProblemResult | None:
+        """`sp` planned; or its result when there is nothing to grade (no kernel) or the
         planning failed."""
-        if bundle is None:
+        if sp is None:
             return None
         try:
-            return self.plan(bundle)
+            return self.plan(sp)
         except Exception as exc:
-            return self.failed(bundle, exc)
+            return self.failed(sp, exc)
 
-    def plan(self, bundle: ProblemBundle) -> Planned | ProblemResult:
+    def plan(self, sp: SuiteProblem) -> Planned | ProblemResult:
         ctx = self.ctx
-        shapes = select_shapes(bundle, ctx.settings, ctx.narrowing)
-        kernel = self.sub.kernel_path(bundle.id)
+        shapes = select_shapes(sp, ctx.settings, ctx.narrowing)
+        kernel = self.sub.kernel_path(sp.id)
         if kernel is None:
             rs = whole_problem(shapes, Verdict.MISSING, "no kernel in the submission")
-            return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+            return ProblemResult(id=sp.id, operator=sp.problem.operator,
                                  verdict=Verdict.MISSING, shapes=rs)
-        rel = self.sub.manifest.problems[bundle.id].file
+        rel = self.sub.manifest.problems[sp.id].file
         source = kernel.read_text(encoding="utf-8", errors="replace")
-        static = ctx.detector.static(source, rel, bundle.problem.entry_names())
+        static = ctx.detector.static(source, rel, sp.problem.entry_names())
         if not shapes:  # nothing to grade is never `passed` (issue 20): --fail-on sees it
-            return nothing_graded(bundle, ctx.settings, static, rel)
+            return nothing_graded(sp, ctx.settings, static, rel)
         t0 = time.monotonic()
-        ctx.progress(f"{bundle.id}: image")
-        image = ensure(self.setup.engine, problem_plan(self.runtime_tag, self.suite.id, bundle))
+        ctx.progress(f"{sp.id}: image")
+        image = ensure(self.setup.engine, problem_plan(self.runtime_tag, self.suite.id, sp))
         phases = {"image": time.monotonic() - t0}
         n_seeds = ctx.settings.seeds_per_shape or self.suite.info.seeds_per_shape
         cases = [Case(id=f"{s.id}.{k}", shape=s,
-                      seed=derive_seed(ctx.secret, bundle.id, s.id, k))
+                      seed=derive_seed(ctx.secret, sp.id, s.id, k))
                  for s in shapes for k in range(n_seeds)]
         if self.setup.timing is not None:  # the timed loops' checked calls (model/timed.py)
             cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
-                           seed=derive_seed(ctx.secret, bundle.id, s.id, 1000 + k))
+                           seed=derive_seed(ctx.secret, sp.id, s.id, 1000 + k))
                       for s in shapes for k in range(self.setup.timing.checked_per_shape)]
-        if bundle.problem.interface == "module":
+        if sp.problem.interface == "module":
             # A timed loop builds one module for its shape: its checked calls share its seed.
             first = {c.shape.id: c.seed for c in reversed(cases) if c.timing}
             cases = [replace(c, module_seed=derive_module_seed(
@@ -216,8 +216,8 @@ class Worker:
         # call's inputs are drawn where it runs, and only its outputs' samples travel).
         per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id and not c.timing)
                      for s in shapes}
-        parts = batching.batches(bundle.problem, shapes, per_shape, ctx.scheduling.batch_bytes)
-        return Planned(bundle=bundle, kernel=kernel, rel=rel, source=source,
+        parts = batching.batches(sp.problem, shapes, per_shape, ctx.scheduling.batch_bytes)
+        return Planned(sp=sp, kernel=kernel, rel=rel, source=source,
                        static=static, image=image.tag, image_id=image.id, cases=cases,
                        per_shape=per_shape, parts=parts, phases=phases)
 
@@ -227,7 +227,7 @@ class Worker:
         caps are not known before the reference has run). Made once: its standby and its run
         share it."""
         if k not in plan.batches:
-            problem, shapes, ctx = plan.bundle.problem, plan.parts[k], self.ctx
+            problem, shapes, ctx = plan.sp.problem, plan.parts[k], self.ctx
             plan.batches[k] = None
             if ctx.scheduling.overlap and batching.counted_bytes(problem, shapes, plan.per_shape):
                 plan.batches[k] = Batch(
@@ -239,7 +239,7 @@ class Worker:
         return plan.batches[k]
 
     def _reference_limits(self, plan: Planned, k: int) -> Limits:
-        return batching.reference_limits(self.ctx.reference_limits, plan.bundle.problem,
+        return batching.reference_limits(self.ctx.reference_limits, plan.sp.problem,
                                          plan.parts[k], plan.per_shape,
                                          psutil.virtual_memory().available)
 
@@ -330,7 +330,7 @@ class Worker:
         if beside is not None:
             beside.settle()  # both containers here run timed loops
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
-        problem = plan.bundle.problem
+        problem = plan.sp.problem
         self.ctx.progress(f"{label}: reference ({len(cases)} cases)")
         with reference_container(self.setup, plan.image, cases, self._reference_limits(plan, k),
                            problem) as (ref, ref_dir):
@@ -358,7 +358,7 @@ class Worker:
                           **({"entry_import": ready.import_s}
                              if ready and ready.import_s is not None else {})})
         t0 = time.monotonic()
-        results = judge_problem(problem=plan.bundle.problem, shapes=shapes, cases=cases,
+        results = judge_problem(problem=plan.sp.problem, shapes=shapes, cases=cases,
                                 reference=ref, entry=entry, static=plan.static,
                                 own_kernels=ctx.detector.own_kernels(plan.source),
                                 tracer=ctx.detector, max_output_bytes=limits.output_bytes,
@@ -368,22 +368,22 @@ class Worker:
         return results, entry.exit.logs
 
     def finish(self, plan: Planned) -> ProblemResult:
-        bundle = plan.bundle
+        sp = plan.sp
         if not plan.results:
-            return nothing_graded(bundle, self.ctx.settings, plan.static, plan.rel)
+            return nothing_graded(sp, self.ctx.settings, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])
-        self.ctx.progress(f"{bundle.id}: done ({verdict})")
+        self.ctx.progress(f"{sp.id}: done ({verdict})")
         # From its first batch's start (what came before it ran beside the problem before),
         # and its image work.
         wall = plan.phases["image"] + time.monotonic() - (plan.started or time.monotonic())
         return ProblemResult(
-            id=bundle.id, operator=bundle.problem.operator, verdict=verdict,
+            id=sp.id, operator=sp.problem.operator, verdict=verdict,
             shapes=plan.results, findings=plan.static, kernel_file=plan.rel, image=plan.image,
             wall_s=wall, detail=verdict.message, stderr_excerpt=tail(plan.logs),
             phases_s=plan.phases)
 
-    def failed(self, bundle: ProblemBundle, exc: Exception) -> ProblemResult:
-        """A failure of the grader's own machinery (or a grader bug) while grading `bundle`:
+    def failed(self, sp: SuiteProblem, exc: Exception) -> ProblemResult:
+        """A failure of the grader's own machinery (or a grader bug) while grading `sp`:
         an infra_error for that problem, so that the others are still graded."""
         if isinstance(exc, InfraError):
             detail = exc.message
@@ -392,9 +392,9 @@ class Worker:
             detail = f"host filesystem: {exc.strerror or exc}{where}"
         else:
             detail = f"grader bug: {type(exc).__name__}: {exc}"
-        self.ctx.progress(f"{bundle.id}: done (infra_error: {detail})")
-        rs = whole_problem(select_shapes(bundle, self.ctx.settings, self.ctx.narrowing),
+        self.ctx.progress(f"{sp.id}: done (infra_error: {detail})")
+        rs = whole_problem(select_shapes(sp, self.ctx.settings, self.ctx.narrowing),
                            Verdict.INFRA_ERROR, detail,
                            tail("".join(traceback.format_exception(exc))))
-        return ProblemResult(id=bundle.id, operator=bundle.problem.operator,
+        return ProblemResult(id=sp.id, operator=sp.problem.operator,
                              verdict=Verdict.INFRA_ERROR, shapes=rs, detail=detail)

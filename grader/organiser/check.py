@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.errors import GraderError, InfraError, ProblemError, ReferenceFailed
 from grader.formats.problem import Shape
-from grader.suite.load import ProblemBundle, Suite
+from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -89,19 +89,19 @@ class SuiteCheck:
         return None
 
 
-def roofline_errors(bundle: ProblemBundle) -> list[str]:
+def roofline_errors(sp: SuiteProblem) -> list[str]:
     """`problem/shape: why` for each shape whose FLOP or byte count does not evaluate."""
     from grader.formats.expr import work
 
     out = []
-    for shape in bundle.problem.shapes:
+    for shape in sp.problem.shapes:
         try:
-            flops, nbytes = work(bundle.problem, shape)
+            flops, nbytes = work(sp.problem, shape)
         except (ProblemError, ValueError, ArithmeticError, TypeError) as exc:
-            out.append(f"{bundle.id}/{shape.id}: {getattr(exc, 'message', exc)}")
+            out.append(f"{sp.id}/{shape.id}: {getattr(exc, 'message', exc)}")
             continue
         if not (math.isfinite(flops) and flops >= 0 and math.isfinite(nbytes) and nbytes > 0):
-            out.append(f"{bundle.id}/{shape.id}: flops={flops:g}, bytes={nbytes:g} (need "
+            out.append(f"{sp.id}/{shape.id}: flops={flops:g}, bytes={nbytes:g} (need "
                        "finite flops >= 0 and bytes > 0)")
     return out
 
@@ -146,56 +146,56 @@ class Runner:
     secret: bytes
     budget_bytes: int = 8 << 30
 
-    def batches(self, bundle: ProblemBundle, shapes: list[Shape]) -> Iterator[list[Case]]:
+    def batches(self, sp: SuiteProblem, shapes: list[Shape]) -> Iterator[list[Case]]:
         """The cases of `shapes` in batches whose inputs fit the budget (run/plan.py)."""
         from grader.grading.worker import derive_module_seed, derive_seed
         from grader.model.runs import Case
         from grader.run import plan
 
-        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, bundle.id, s.id, k))
+        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, sp.id, s.id, k))
                  for s in shapes for k in range(self.seeds)]
-        if bundle.problem.interface == "module":
+        if sp.problem.interface == "module":
             cases = [Case(id=c.id, shape=c.shape, seed=c.seed,
                           module_seed=derive_module_seed(self.secret, c.seed)) for c in cases]
         per_shape = {s.id: self.seeds for s in shapes}
-        for part in plan.batches(bundle.problem, shapes, per_shape, self.budget_bytes):
+        for part in plan.batches(sp.problem, shapes, per_shape, self.budget_bytes):
             ids = {s.id for s in part}
             yield [c for c in cases if c.shape.id in ids]
 
-    def check(self, bundle: ProblemBundle, shapes: list[Shape], say: Say) -> list[ShapeCheck]:
+    def check(self, sp: SuiteProblem, shapes: list[Shape], say: Say) -> list[ShapeCheck]:
         from grader.images import ensure, problem_plan
 
-        say(f"{bundle.id}: image")
+        say(f"{sp.id}: image")
         image = ensure(self.sandbox.engine, problem_plan(self.runtime_tag, self.suite_id,
-                                                         bundle)).tag
+                                                         sp)).tag
         out: list[ShapeCheck] = []
-        for cases in self.batches(bundle, shapes):
-            say(f"{bundle.id}: reference, twice ({len(cases)} cases)")
-            out += self._batch(bundle, image, cases)
+        for cases in self.batches(sp, shapes):
+            say(f"{sp.id}: reference, twice ({len(cases)} cases)")
+            out += self._batch(sp, image, cases)
         return out
 
-    def _batch(self, bundle: ProblemBundle, image: str, cases: list[Case]) -> list[ShapeCheck]:
+    def _batch(self, sp: SuiteProblem, image: str, cases: list[Case]) -> list[ShapeCheck]:
         from grader.judge.problem import reference_failure
         from grader.run import plan
         from grader.run.batch import reference_container
 
         shapes = list({c.shape.id: c.shape for c in cases}.values())
         per_shape = {s.id: self.seeds for s in shapes}
-        limits = plan.reference_limits(self.limits, bundle.problem, shapes, per_shape)
-        setup, problem = self.sandbox, bundle.problem
+        limits = plan.reference_limits(self.limits, sp.problem, shapes, per_shape)
+        setup, problem = self.sandbox, sp.problem
         with reference_container(setup, image, cases, limits, problem) as (first, _), \
                 reference_container(setup, image, cases, limits, problem) as (second, _):
             for run in (first, second):
                 failure = reference_failure(run, cases)
                 if failure is not None:
                     verdict, detail, excerpt = failure
-                    return [ShapeCheck(problem=bundle.id, shape=s.id, verdict=verdict,
+                    return [ShapeCheck(problem=sp.id, shape=s.id, verdict=verdict,
                                        detail=detail, excerpt=excerpt) for s in shapes]
-            return [self._compare(bundle, s, [c for c in cases if c.shape.id == s.id], first,
+            return [self._compare(sp, s, [c for c in cases if c.shape.id == s.id], first,
                                   second, limits.output_bytes) for s in shapes]
 
     @staticmethod
-    def _compare(bundle: ProblemBundle, shape: Shape, cases: list[Case], first: Evidence,
+    def _compare(sp: SuiteProblem, shape: Shape, cases: list[Case], first: Evidence,
                  second: Evidence, max_bytes: int) -> ShapeCheck:
         from grader.judge.outputs import compare
 
@@ -206,27 +206,27 @@ class Runner:
                 b = second.out.load_tensors(case.id, kind, max_bytes)
                 what = "inputs (make_inputs)" if kind == "in" else "outputs"
                 if isinstance(a, str) or isinstance(b, str):
-                    return ShapeCheck(problem=bundle.id, shape=shape.id,
+                    return ShapeCheck(problem=sp.id, shape=shape.id,
                                       verdict=Verdict.REFERENCE_ERROR,
                                       detail=f"case {case.id}: {a if isinstance(a, str) else b}")
                 if _bits_equal(a, b):
                     continue
-                outcome = compare(a, b, bundle.problem)
+                outcome = compare(a, b, sp.problem)
                 if not outcome.ok:
                     return ShapeCheck(
-                        problem=bundle.id, shape=shape.id, verdict=Verdict.REFERENCE_ERROR,
+                        problem=sp.id, shape=shape.id, verdict=Verdict.REFERENCE_ERROR,
                         detail=f"case {case.id}: two runs with the same seed gave {what} "
                         f"beyond the problem's tolerance: {outcome.detail}")
                 notes.append(f"{what} differ within the tolerance")
         detail = (f"deterministic: {len(cases)} seed(s) gave bit-equal inputs and outputs "
                   "twice" if not notes else "not bit-for-bit deterministic, "
                   f"{sorted(set(notes))[0]}: acceptable, but entries are compared to one run")
-        return ShapeCheck(problem=bundle.id, shape=shape.id, verdict=Verdict.PASSED,
+        return ShapeCheck(problem=sp.id, shape=shape.id, verdict=Verdict.PASSED,
                           detail=detail)
 
 
-def select(bundle: ProblemBundle, shapes: str) -> list[Shape]:
-    every = list(bundle.problem.shapes)
+def select(sp: SuiteProblem, shapes: str) -> list[Shape]:
+    every = list(sp.problem.shapes)
     if shapes == "smoke":
         return [s for s in every if s.smoke]
     if shapes == "scored":
@@ -248,16 +248,16 @@ def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "
     check_references(suite, [b.id for b in todo])
     result = SuiteCheck(suite=suite.id, references={
         b.id: str(b.directory / "reference.py") for b in todo})
-    for bundle in todo:
-        result.roofline += roofline_errors(bundle)
+    for sp in todo:
+        result.roofline += roofline_errors(sp)
     result.kit, result.kit_bytes = kit_error(suite, run=run_kit_check)
     result.warnings = warnings(suite)
     session = uuid.uuid4().hex[:12]
     with owned_run(session):
         runner = make_runner(session)
         try:
-            for bundle in todo:
-                result.shapes += runner.check(bundle, select(bundle, shapes), say)
+            for sp in todo:
+                result.shapes += runner.check(sp, select(sp, shapes), say)
         finally:
             runner.sandbox.engine.reap(session)
     return result

@@ -27,7 +27,7 @@ from grader.formats.expr import work
 from grader.formats.problem import Problem, Shape
 from grader.formats.spec import PublicShape, Spec
 from grader.formats.writer import spec_toml
-from grader.suite.load import ProblemBundle, Suite
+from grader.suite.load import Suite, SuiteProblem
 
 SPEC_NAME = "spec.toml"
 SPEC_HEADER = ("Public specification of one problem. Your kernel is graded on these shapes and on\n"
@@ -93,12 +93,12 @@ def _plain(args: ast.arguments) -> str:
     return ast.unparse(args)
 
 
-def kernel_stub(bundle: ProblemBundle, suite_id: str,
+def kernel_stub(sp: SuiteProblem, suite_id: str,
                 extra_sources: Mapping[str, str] | None = None) -> str:
     """`kernels/<id>.py` for the kit: the entry point the harness calls, with the reference's
     arguments, raising until it is written (issue 34: entrants started from an empty file)."""
-    problem = bundle.problem
-    source = (bundle.directory / "reference.py").read_text(encoding="utf-8")
+    problem = sp.problem
+    source = (sp.directory / "reference.py").read_text(encoding="utf-8")
     def todo(indent: str) -> str:
         return (f"{indent}raise NotImplementedError(\n{indent}    \"{problem.id}: write it in "
                 f"Triton; problems/{problem.id}/{SPEC_NAME} says what it computes\")\n")
@@ -217,26 +217,26 @@ FLOPs and bytes need at peak); problems are weighted by their share of productio
 """
 
 
-def _problem_files(bundle: ProblemBundle) -> dict[str, bytes]:
+def _problem_files(sp: SuiteProblem) -> dict[str, bytes]:
     """spec.toml, reference.py and the problem's extra files (what reference.py imports)."""
-    source = (bundle.directory / "reference.py").read_bytes()
-    extra = {name: (bundle.directory / name).read_bytes() for name in bundle.problem.extra_files}
-    spec = spec_text(bundle.problem, source.decode("utf-8"),
+    source = (sp.directory / "reference.py").read_bytes()
+    extra = {name: (sp.directory / name).read_bytes() for name in sp.problem.extra_files}
+    spec = spec_text(sp.problem, source.decode("utf-8"),
                      {n: b.decode("utf-8", errors="replace") for n, b in extra.items()})
-    return {f"problems/{bundle.id}/{SPEC_NAME}": spec.encode(),
-            f"problems/{bundle.id}/reference.py": source,
-            **{f"problems/{bundle.id}/{name}": data for name, data in extra.items()}}
+    return {f"problems/{sp.id}/{SPEC_NAME}": spec.encode(),
+            f"problems/{sp.id}/reference.py": source,
+            **{f"problems/{sp.id}/{name}": data for name, data in extra.items()}}
 
 
 def kit_files(suite: Suite) -> dict[str, bytes]:
     """Every member of the kit, by name relative to the kit's top folder."""
     files = {"README.md": readme(suite).encode(),
              "submission.toml": submission_template(suite).encode()}
-    for bundle in suite.problems.values():
-        files.update(_problem_files(bundle))
-        extra = {name: (bundle.directory / name).read_text(encoding="utf-8", errors="replace")
-                 for name in bundle.problem.extra_files}
-        files[f"kernels/{bundle.id}.py"] = kernel_stub(bundle, suite.id, extra).encode()
+    for sp in suite.problems.values():
+        files.update(_problem_files(sp))
+        extra = {name: (sp.directory / name).read_text(encoding="utf-8", errors="replace")
+                 for name in sp.problem.extra_files}
+        files[f"kernels/{sp.id}.py"] = kernel_stub(sp, suite.id, extra).encode()
     return files
 
 

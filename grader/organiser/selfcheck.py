@@ -33,12 +33,12 @@ def self_check(suite: Suite, *, run: bool = True) -> list[Checked]:
     from grader.scoring.derive import derive, load_reference
 
     done = []
-    for pid, bundle in suite.problems.items():
+    for pid, sp in suite.problems.items():
         try:
-            load_reference(bundle.directory, bundle.problem.interface)
-            shape = smallest(list(bundle.problem.shapes)) if run else None
+            load_reference(sp.directory, sp.problem.interface)
+            shape = smallest(list(sp.problem.shapes)) if run else None
             if shape is not None:
-                derive(bundle.directory, shape.id, device="cpu")
+                derive(sp.directory, shape.id, device="cpu")
         except ProblemError as exc:
             raise ReferenceFailed(
                 f"suite {suite.id}, problem {pid}: {exc.message}",

@@ -44,12 +44,12 @@ def round_images(engine: DockerEngine, run: GradingOptions, suite: Suite,
         progress("images: runtime")
     rt = runtime_for(run.runtime_config).ensure_image(engine)
     out = {"runtime": ImageRef(tag=rt.tag, id=rt.id)}
-    for pid, bundle in suite.problems.items():
+    for pid, sp in suite.problems.items():
         if run.settings.problems and pid not in run.settings.problems:
             continue
         if progress is not None:
             progress(f"images: {pid}")
-        got = ensure(engine, problem_plan(rt.tag, suite.id, bundle))
+        got = ensure(engine, problem_plan(rt.tag, suite.id, sp))
         out[pid] = ImageRef(tag=got.tag, id=got.id)
     return out
 

@@ -67,7 +67,7 @@ def batch_key(w: Worker, plan: Planned, cases: list[Case]) -> str:
     timing knobs, and each case (id, seed, module seed, timing set, shape and its params)."""
     ctx, setup = w.ctx, w.setup
     doc = {"format": FORMAT, "suite": w.suite.id, "suite_version": w.suite.info.version,
-           "problem": plan.bundle.id, "image": plan.image, "device": setup.device,
+           "problem": plan.sp.id, "image": plan.image, "device": setup.device,
            "runtime": ctx.settings.runtime,
            "timing": asdict(setup.timing) if setup.timing else None,
            "cases": [[c.id, c.seed, c.module_seed, c.timing, c.shape.id, c.shape.params]
@@ -105,7 +105,7 @@ class ReferenceCache:
         worker that got there first wins; a host that cannot write it loses only the reuse."""
         cases = plan.part_cases(k)
         key = batch_key(w, plan, cases)
-        self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=True))
+        self._note(Use(problem=plan.sp.id, key=key, cases=len(cases), computed=True))
         if self.folder(key) is not None:
             return
         tmp = self.root / f".part-{uuid.uuid4().hex}"
@@ -121,7 +121,7 @@ class ReferenceCache:
             for f in files:
                 tensors.copy_file(f, tmp / f.name)
             (tmp / META).write_text(json.dumps(
-                {"format": FORMAT, "problem": plan.bundle.id, "cases": [c.id for c in cases],
+                {"format": FORMAT, "problem": plan.sp.id, "cases": [c.id for c in cases],
                  "computed_by": self.entry, "created": time.time()}, indent=1))
             os.rename(tmp, self.root / key)
         except OSError as exc:
@@ -155,11 +155,11 @@ class ReferenceCache:
         if out.result is not None:  # the reference's own phases were counted where it ran
             out = replace(out, result=out.result.model_copy(update={"phases_s": {}}))
         ref = Evidence(exit=CACHED_EXIT, out=out)
-        self._note(Use(problem=plan.bundle.id, key=key, cases=len(cases), computed=False))
+        self._note(Use(problem=plan.sp.id, key=key, cases=len(cases), computed=False))
         plan.started = plan.started or time.monotonic()
         w.ctx.progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
         with cached_entry(w.setup, plan.image, plan.kernel, cases, ref_dir, limits,
-                          plan.bundle.problem, standby=standby, beside=beside) as entry:
+                          plan.sp.problem, standby=standby, beside=beside) as entry:
             results, logs = w.judge(plan, shapes, cases, ref, entry, limits)
         plan.results += results
         plan.logs = logs

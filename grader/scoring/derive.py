@@ -218,14 +218,14 @@ def count(ref: ModuleType, params: dict[str, Any], init: dict[str, Any] | None, 
 def derive(problem_dir: Path | str, shape_id: str, *, device: str = "cpu",
            seed: int = 0) -> Derived:
     """Run the reference of `shape_id` once and count its FLOPs and semantic bytes."""
-    bundle = load_problem(Path(problem_dir))
-    problem = bundle.problem
+    sp = load_problem(Path(problem_dir))
+    problem = sp.problem
     shapes = {s.id: s for s in problem.shapes}
     if shape_id not in shapes:
-        raise ProblemError(f"{bundle.directory}: no shape {shape_id!r}",
+        raise ProblemError(f"{sp.directory}: no shape {shape_id!r}",
                            hint=f"shapes: {', '.join(shapes)}")
-    ref = load_reference(bundle.directory, problem.interface)
-    where = f"{bundle.directory / 'reference.py'} (shape {shape_id})"
+    ref = load_reference(sp.directory, problem.interface)
+    where = f"{sp.directory / 'reference.py'} (shape {shape_id})"
     shape = shapes[shape_id]
     init = problem.init_kwargs(shape) if problem.interface == "module" else None
     try:
@@ -233,7 +233,7 @@ def derive(problem_dir: Path | str, shape_id: str, *, device: str = "cpu",
                                             seed=seed)
     except Exception as exc:
         raise ProblemError(f"{where}: the reference failed: {type(exc).__name__}: {exc}") from None
-    return Derived(problem=bundle.id, shape=shape_id, device=device, flops=flops,
+    return Derived(problem=sp.id, shape=shape_id, device=device, flops=flops,
                    bytes=read + written, bytes_read=read, bytes_written=written, by_op=by_op)
 
 
@@ -248,13 +248,13 @@ def check(problem_dir: Path | str, *, shapes: Sequence[str] | None = None,
     `ok` when both agree within `rtol` (relative to the larger of the two). `shapes`: the shape
     ids to check (default: all; the large ones are quick on `device="meta"`).
     """
-    bundle = load_problem(Path(problem_dir))
-    problem = bundle.problem
+    sp = load_problem(Path(problem_dir))
+    problem = sp.problem
     rows = []
     for shape in problem.shapes:
         if shapes is not None and shape.id not in shapes:
             continue
-        d = derive(bundle.directory, shape.id, device=device)
+        d = derive(sp.directory, shape.id, device=device)
         expr_flops, expr_bytes = work(problem, shape)
         ok = agrees(expr_flops, d.flops, rtol) and agrees(expr_bytes, d.bytes, rtol)
         rows.append(CheckRow(shape=shape.id, expr_flops=expr_flops, derived_flops=d.flops,

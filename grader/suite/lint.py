@@ -20,11 +20,11 @@ def unfinished(suite: Suite) -> list[str]:
     if TODO in suite.info.description:
         out.append(f"{suite.directory / 'suite.toml'}: the suite's description still says "
                    f"{TODO}")
-    for pid, bundle in suite.problems.items():
-        if TODO in bundle.problem.description or TODO in bundle.problem.operator:
-            out.append(f"{bundle.directory / 'problem.toml'}: problem {pid}'s description "
+    for pid, sp in suite.problems.items():
+        if TODO in sp.problem.description or TODO in sp.problem.operator:
+            out.append(f"{sp.directory / 'problem.toml'}: problem {pid}'s description "
                        f"still says {TODO}")
-        ref = bundle.directory / "reference.py"
+        ref = sp.directory / "reference.py"
         lines = [n for n, line in enumerate(ref.read_text(encoding="utf-8", errors="replace")
                                             .splitlines(), 1) if f"{TODO}:" in line]
         if lines:

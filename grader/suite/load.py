@@ -18,7 +18,10 @@ PROBLEM_FILES = ("problem.toml", "reference.py")
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProblemBundle:
+class SuiteProblem:
+    """A problem of a suite: its spec and its folder of trusted files (`sp` in the code; it
+    was SuiteProblem, a second meaning of the word that names the submission's tar: issue 33)."""
+
     problem: Problem
     directory: Path
 
@@ -42,7 +45,7 @@ class ProblemBundle:
 class Suite:
     info: SuiteInfo
     weights: Weights
-    problems: dict[str, ProblemBundle]
+    problems: dict[str, SuiteProblem]
     directory: Path
 
     @property
@@ -50,7 +53,7 @@ class Suite:
         return self.info.id
 
 
-def load_problem(directory: Path) -> ProblemBundle:
+def load_problem(directory: Path) -> SuiteProblem:
     toml_path = directory / "problem.toml"
     if not toml_path.is_file():
         raise ProblemError(f"{toml_path}: missing", hint="every problem folder needs problem.toml")
@@ -67,7 +70,7 @@ def load_problem(directory: Path) -> ProblemBundle:
         if path.is_symlink() or not path.is_file():
             raise ProblemError(f"{toml_path}: field extra_files: {path} is not a regular file",
                                hint="list only files of the problem's own folder")
-    return ProblemBundle(problem=problem, directory=directory)
+    return SuiteProblem(problem=problem, directory=directory)
 
 
 def load_suite(directory: Path) -> Suite:

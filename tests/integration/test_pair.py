@@ -20,7 +20,7 @@ from grader.paths import REPO
 from grader.run.batch import Batch, run_pair
 from grader.run.jobs import TimingKnobs, WorkerSetup
 from grader.sandbox.spec import Limits
-from grader.suite.load import ProblemBundle, load_suite
+from grader.suite.load import SuiteProblem, load_suite
 
 pytestmark = pytest.mark.docker
 KERNEL = REPO / "examples" / "triton" / "kernels" / "vector_add.py"
@@ -30,7 +30,7 @@ KERNEL = REPO / "examples" / "triton" / "kernels" / "vector_add.py"
 TIMED = TimingKnobs(min_samples=1, max_samples=1, budget_s=0.5, reference_budget_s=0.5)
 
 
-def _cases() -> tuple[list[Case], ProblemBundle]:
+def _cases() -> tuple[list[Case], SuiteProblem]:
     bundle = load_suite(REPO / "problem_bundles" / "demo").problems["vector_add"]
     shape = next(s for s in bundle.problem.shapes if s.smoke)
     secret = b"pair-test"

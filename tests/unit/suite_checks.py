@@ -16,7 +16,7 @@ import torch
 
 from grader.formats.problem import Shape
 from grader.paths import REPO
-from grader.suite.load import ProblemBundle
+from grader.suite.load import SuiteProblem
 
 SEEDS = (11, 12)
 
@@ -64,7 +64,7 @@ def load_module(path: Path, prefix: str) -> ModuleType:
     return module
 
 
-def smoke_case(key: str, bundle: ProblemBundle, shape: Shape, kernel: Path) -> dict[str, Any]:
+def smoke_case(key: str, bundle: SuiteProblem, shape: Shape, kernel: Path) -> dict[str, Any]:
     return {"key": key, "problem_dir": str(bundle.directory), "kernel": str(kernel),
             "params": shape.params, "seeds": list(SEEDS)}
 
@@ -86,7 +86,7 @@ def assert_matched(results: dict[str, dict[str, Any]], key: str) -> None:
     assert len(results[key]["secs"]) == len(SEEDS)
 
 
-def assert_seeded_inputs(bundle: ProblemBundle, prefix: str,
+def assert_seeded_inputs(bundle: SuiteProblem, prefix: str,
                          seed_independent: frozenset[int] = frozenset(),
                          device: str = "cpu") -> None:
     """On every smoke shape: the same seed gives the same inputs, another seed other ones

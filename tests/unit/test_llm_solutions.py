@@ -10,11 +10,11 @@ import pytest
 from suite_checks import assert_matched, assert_seeded_inputs, run_interpreted, smoke_case
 
 from grader.paths import PROBLEM_BUNDLES, REPO
-from grader.suite.load import ProblemBundle, load_suite
+from grader.suite.load import SuiteProblem, load_suite
 
 KERNELS = REPO / "solutions" / "llm-inference" / "kernels"
 TORCH_KERNELS = REPO / "solutions" / "llm-inference-torch" / "kernels"
-BUNDLES: dict[str, ProblemBundle] = dict(load_suite(PROBLEM_BUNDLES / "llm-inference").problems)
+BUNDLES: dict[str, SuiteProblem] = dict(load_suite(PROBLEM_BUNDLES / "llm-inference").problems)
 PROBLEMS = sorted(BUNDLES)
 SMOKE_CASES = [(pid, s.id) for pid, b in BUNDLES.items() for s in b.problem.shapes if s.smoke]
 # Inputs that are a function of the shape's params alone, the same for every seed:

@@ -33,7 +33,7 @@ from grader.importers import ImportOptions, import_suite
 from grader.model.runs import Case
 from grader.paths import REPO
 from grader.run.jobs import entry_args, module_job
-from grader.suite.load import ProblemBundle, load_problem
+from grader.suite.load import SuiteProblem, load_problem
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
 
@@ -217,14 +217,14 @@ def _harness(work: Path, mode: str, problem: Path, entry: Path, *args: str
 
 
 @pytest.fixture(scope="module")
-def kb_linear(tmp_path_factory: pytest.TempPathFactory) -> ProblemBundle:
+def kb_linear(tmp_path_factory: pytest.TempPathFactory) -> SuiteProblem:
     out = tmp_path_factory.mktemp("kb") / "kb"
     suite = import_suite("kernelbench", FIXTURES / "kernelbench",
                          ImportOptions(out=out)).suite
     return suite.problems["level1_99_linear_relu"]
 
 
-def _run_pair(tmp_path: Path, bundle: ProblemBundle, entry: Path) -> dict[str, Any]:
+def _run_pair(tmp_path: Path, bundle: SuiteProblem, entry: Path) -> dict[str, Any]:
     """The reference run, then the entry run on the same seeds, drawing its inputs with the
     recipe the reference packed (as jobs.deliver places it); the entry's result.json."""
     p = bundle.problem
@@ -249,7 +249,7 @@ def _run_pair(tmp_path: Path, bundle: ProblemBundle, entry: Path) -> dict[str, A
 
 
 def test_harness_builds_the_same_weights_on_both_sides(tmp_path: Path,
-                                                       kb_linear: ProblemBundle) -> None:
+                                                       kb_linear: SuiteProblem) -> None:
     result = _run_pair(tmp_path, kb_linear, HONEST)
     for cid in ("default.0", "default.1"):
         assert result["cases"][cid]["ok"], result["cases"][cid]
@@ -262,7 +262,7 @@ def test_harness_builds_the_same_weights_on_both_sides(tmp_path: Path,
     assert not torch.equal(a, b)
 
 
-def test_harness_traces_forward_of_a_fallback(tmp_path: Path, kb_linear: ProblemBundle) -> None:
+def test_harness_traces_forward_of_a_fallback(tmp_path: Path, kb_linear: SuiteProblem) -> None:
     fallback = tmp_path / "fallback.py"
     fallback.write_text(textwrap.dedent("""
         import torch
@@ -282,7 +282,7 @@ def test_harness_traces_forward_of_a_fallback(tmp_path: Path, kb_linear: Problem
 
 
 def test_harness_without_the_entry_class_is_not_ready(tmp_path: Path,
-                                                      kb_linear: ProblemBundle) -> None:
+                                                      kb_linear: SuiteProblem) -> None:
     entry = tmp_path / "k.py"
     entry.write_text("def kernel(x):\n    return x\n")
     (tmp_path / "entry-out").mkdir()

@@ -172,7 +172,7 @@ def _fake_worker(seed: int = 7) -> tuple[SimpleNamespace, SimpleNamespace]:
     w = SimpleNamespace(ctx=SimpleNamespace(settings=GradingSettings(), progress=lambda m: None),
                         setup=SimpleNamespace(device="cpu", timing=None),
         suite=SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0")))
-    plan = SimpleNamespace(bundle=SimpleNamespace(id="vector_add"), image="img:1",
+    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1",
                            part_cases=lambda k: [case], label=lambda k: "vector_add")
     return w, plan
 

@@ -118,22 +118,22 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
             return None
         events.append(f"take {pid}")
         p = Planned.__new__(Planned)
-        p.bundle = SimpleNamespace(id=pid)  # type: ignore[assignment]
+        p.sp = SimpleNamespace(id=pid)  # type: ignore[assignment]
         p.parts, p.batches, p.standbys = [[]] * parts[pid], {}, {}
         p.image_id = p.device_name = None
         return p
 
     def grade_batch(p: Planned, k: int, beside: problem_run.Beside | None) -> None:
         got = p.standbys.pop(k, None)
-        assert got is None or got.batch == f"{p.bundle.id}{k}"
-        w.ran.append((f"{p.bundle.id}{k}", [s.batch for s in beside.standbys] if beside
+        assert got is None or got.batch == f"{p.sp.id}{k}"
+        w.ran.append((f"{p.sp.id}{k}", [s.batch for s in beside.standbys] if beside
                       else []))
-        events.append(f"run {p.bundle.id}{k}")
+        events.append(f"run {p.sp.id}{k}")
 
     w.open = plan
-    w.batch = lambda p, k: None if f"{p.bundle.id}{k}" in broken else f"{p.bundle.id}{k}"
+    w.batch = lambda p, k: None if f"{p.sp.id}{k}" in broken else f"{p.sp.id}{k}"
     w.grade_batch = grade_batch
-    w.finish = lambda p: p.bundle.id
+    w.finish = lambda p: p.sp.id
     return w, events
 
 

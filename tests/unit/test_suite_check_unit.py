@@ -21,7 +21,7 @@ from grader.organiser.check import (
     roofline_errors,
 )
 from grader.paths import PROBLEM_BUNDLES
-from grader.suite.load import ProblemBundle, load_suite
+from grader.suite.load import SuiteProblem, load_suite
 from grader.verdicts import Verdict
 
 
@@ -84,7 +84,7 @@ class FakeRunner:
         self.reaped: list[str] = []
         self.sandbox = SimpleNamespace(engine=SimpleNamespace(reap=self.reaped.append))
 
-    def check(self, bundle: ProblemBundle, shapes: list[Shape], say: object) -> list[ShapeCheck]:
+    def check(self, bundle: SuiteProblem, shapes: list[Shape], say: object) -> list[ShapeCheck]:
         return [ShapeCheck(problem=bundle.id, shape=s.id, verdict=self.verdicts[bundle.id],
                            detail="fake") for s in shapes]
 
