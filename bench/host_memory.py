@@ -125,13 +125,13 @@ def _problem_sizes(suite_name: str) -> list[tuple[str, int, int]]:
     suite = load_suite(PROBLEM_BUNDLES / suite_name)
     base = GradingOptions(bundle=Path("-"), out_dir=Path("-")).base_entry_limits
     rows = []
-    for pid, bundle in suite.problems.items():
-        shapes = bundle.problem.shapes
-        largest = max(shapes, key=lambda s: batching.shape_bytes(bundle.problem, s))
+    for pid, sp in suite.problems.items():
+        shapes = sp.problem.shapes
+        largest = max(shapes, key=lambda s: batching.shape_bytes(sp.problem, s))
         cases = {largest.id: suite.info.seeds_per_shape}
-        cap = batching.entry_limits_from_count(base, bundle.problem, [largest],
+        cap = batching.entry_limits_from_count(base, sp.problem, [largest],
                                                cases).output_bytes
-        rows.append((pid, cap, batching.shape_bytes(bundle.problem, largest)))
+        rows.append((pid, cap, batching.shape_bytes(sp.problem, largest)))
     return rows
 
 
