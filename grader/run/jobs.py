@@ -110,7 +110,7 @@ def entry_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
     host's go (protocol.GO_FILE), after its traced calls."""
     job = timing_job(setup, cases, order_key=order_key, hold=hold)
     job.update(device=setup.device, cases=[{"id": c.id, "params": c.shape.params, "seed": c.seed}
-                                        for c in cases if not c.timing])
+                                           for c in cases if not c.timing])
     job.update(module_job(problem, [c for c in cases if not c.timing or _builds(c, cases)]))
     return job
 
