@@ -319,6 +319,9 @@ def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: 
                 inputs = _as_tuple(ref.make_inputs(case["seed"], device, **case["params"]))
             input_bytes = sum(t.numel() * t.element_size() for t in inputs
                               if isinstance(t, torch.Tensor))
+            record: dict[str, Any] = {"ok": True, "input_bytes": input_bytes}
+            if job.get("input_digests"):
+                record["input_digest"] = _digest(inputs)
             with phase("reference"):
                 call = build(cid)
                 with torch.no_grad():
@@ -327,10 +330,29 @@ def _reference_cases(ref: Any, build: Callable[[str], Callable[..., Any]], job: 
                 if case.get("sampled"):
                     expected = tuple(t.cpu() for t in sample(expected, case["seed"]))
                 tensors.save(OUT / case_file(cid, EXPECTED), expected)
-            results[cid] = {"ok": True, "input_bytes": input_bytes}
+            results[cid] = record
         except Exception as exc:
             results[cid] = {"ok": False, "error": _excerpt(exc)}
     return results
+
+
+def _digest(values: tuple[Any, ...]) -> str:
+    """The sha256 of a case's inputs: each tensor's dtype, shape and bytes, other values'
+    repr (suite check compares two runs' digests: the entry draws the same inputs itself)."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().contiguous().cpu()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            if t.numel():
+                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            h.update(repr(v).encode())
+    return h.hexdigest()
 
 
 def _jit_names(module: Any) -> list[str]:

@@ -104,8 +104,10 @@ class CaseRecord(_Model):
     error: str | None = Field(default=None, max_length=20000)
     wall_s: float | None = None
     trace: TraceRecord | None = None
-    # The reference's: the bytes its inputs held (the entry's memory is sized from them).
+    # The reference's: the bytes its inputs held (the entry's memory is sized from them), and
+    # in suite check their sha256 (a recipe must draw the same bits from a seed every time).
     input_bytes: int | None = Field(default=None, ge=0)
+    input_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 class TimingRecord(_Model):

@@ -6,9 +6,10 @@ For each problem of the suite (or those named):
 - its `flops` and `bytes` expressions evaluate for every shape, to finite numbers (bytes > 0);
 - its reference runs on every selected shape, in containers: the same problem image and
   sandbox as grading (the CPU interpreter here, or a GPU), twice with the same seeds;
-  determinism: both runs give bit-equal inputs and outputs; tolerance: where they differ,
-  the second run is within the problem's tolerance of the first (a reference that cannot
-  match itself cannot grade an entry);
+  determinism: both runs draw bit-equal inputs (their digests: an entry draws its own from
+  the seed, issue 32) and give bit-equal outputs; tolerance: where the outputs differ, the
+  second run is within the problem's tolerance of the first (a reference that cannot match
+  itself cannot grade an entry);
 and once for the suite: the release kit builds (nothing hidden in it).
 
 A reference at fault (it raised, or does not match itself within its tolerance) is
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.errors import GraderError, InfraError, ProblemError, ReferenceFailed
 from grader.formats.problem import Shape
+from grader.harness.protocol import EXPECTED
 from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict
 
@@ -183,8 +185,9 @@ class Runner:
         per_shape = {s.id: self.seeds for s in shapes}
         limits = plan.reference_limits(self.limits, sp.problem, shapes, per_shape)
         setup, problem = self.sandbox, sp.problem
-        with reference_container(setup, image, cases, limits, problem) as (first, _), \
-                reference_container(setup, image, cases, limits, problem) as (second, _):
+        with reference_container(setup, image, cases, limits, problem, digests=True) as (
+                first, _), reference_container(setup, image, cases, limits, problem,
+                                               digests=True) as (second, _):
             for run in (first, second):
                 failure = reference_failure(run, cases)
                 if failure is not None:
@@ -201,28 +204,43 @@ class Runner:
 
         notes = []
         for case in cases:
-            for kind in ("in", "ref"):
-                a = first.out.load_tensors(case.id, kind, max_bytes)
-                b = second.out.load_tensors(case.id, kind, max_bytes)
-                what = "inputs (make_inputs)" if kind == "in" else "outputs"
-                if isinstance(a, str) or isinstance(b, str):
-                    return ShapeCheck(problem=sp.id, shape=shape.id,
-                                      verdict=Verdict.REFERENCE_ERROR,
-                                      detail=f"case {case.id}: {a if isinstance(a, str) else b}")
-                if _bits_equal(a, b):
-                    continue
-                outcome = compare(a, b, sp.problem)
-                if not outcome.ok:
-                    return ShapeCheck(
-                        problem=sp.id, shape=shape.id, verdict=Verdict.REFERENCE_ERROR,
-                        detail=f"case {case.id}: two runs with the same seed gave {what} "
-                        f"beyond the problem's tolerance: {outcome.detail}")
-                notes.append(f"{what} differ within the tolerance")
+            drawn = [_input_digest(run, case.id) for run in (first, second)]
+            if drawn[0] is None or drawn[0] != drawn[1]:
+                # The entry draws its inputs itself from the seed (issue 32): unless the recipe
+                # draws the same bits every time, it computes on other values than the
+                # reference's expected outputs were made from.
+                return ShapeCheck(
+                    problem=sp.id, shape=shape.id, verdict=Verdict.REFERENCE_ERROR,
+                    detail=f"case {case.id}: two runs of make_inputs with the same seed drew "
+                    "different inputs (entries draw their own from the seed: the recipe must "
+                    "be deterministic bit for bit)" if drawn[0] is not None else
+                    f"case {case.id}: the reference's record has no digest of its inputs")
+            a = first.out.load_tensors(case.id, EXPECTED, max_bytes)
+            b = second.out.load_tensors(case.id, EXPECTED, max_bytes)
+            if isinstance(a, str) or isinstance(b, str):
+                return ShapeCheck(problem=sp.id, shape=shape.id,
+                                  verdict=Verdict.REFERENCE_ERROR,
+                                  detail=f"case {case.id}: {a if isinstance(a, str) else b}")
+            if _bits_equal(a, b):
+                continue
+            outcome = compare(a, b, sp.problem)
+            if not outcome.ok:
+                return ShapeCheck(
+                    problem=sp.id, shape=shape.id, verdict=Verdict.REFERENCE_ERROR,
+                    detail=f"case {case.id}: two runs with the same seed gave outputs "
+                    f"beyond the problem's tolerance: {outcome.detail}")
+            notes.append("outputs differ within the tolerance")
         detail = (f"deterministic: {len(cases)} seed(s) gave bit-equal inputs and outputs "
                   "twice" if not notes else "not bit-for-bit deterministic, "
                   f"{sorted(set(notes))[0]}: acceptable, but entries are compared to one run")
         return ShapeCheck(problem=sp.id, shape=shape.id, verdict=Verdict.PASSED,
                           detail=detail)
+
+
+def _input_digest(run: Evidence, case_id: str) -> str | None:
+    result = run.out.result
+    record = result.cases.get(case_id) if result is not None else None
+    return record.input_digest if record is not None else None
 
 
 def select(sp: SuiteProblem, shapes: str) -> list[Shape]:

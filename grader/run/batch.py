@@ -48,11 +48,13 @@ GATE_WAIT_S = 300.0
 
 @contextmanager
 def reference_container(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
-                        problem: Problem | None = None) -> Iterator[tuple[Evidence, Path]]:
+                        problem: Problem | None = None, *, digests: bool = False
+                        ) -> Iterator[tuple[Evidence, Path]]:
     """Run the reference; yields the run and its output folder (alive inside the block).
-    `problem` says how to call it (None: a function-style problem)."""
+    `problem` says how to call it (None: a function-style problem); `digests`: its case
+    records carry the sha256 of each case's inputs (jobs.reference_job)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        write_job(in_dir, reference_job(setup, cases, problem))
+        write_job(in_dir, reference_job(setup, cases, problem, digests=digests))
         spec = container_spec(setup, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
         exit_state = setup.engine.run(spec)
         yield Evidence(exit=exit_state, out=read_out_dir(out_dir)), out_dir

@@ -202,9 +202,13 @@ def container_spec(setup: WorkerSetup, image: str, role: Role, binds: list[Bind]
 
 
 def reference_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
-                  hold: bool = False) -> dict[str, object]:
-    """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases."""
+                  hold: bool = False, digests: bool = False) -> dict[str, object]:
+    """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases;
+    `digests`: each case's record carries the sha256 of its inputs (suite check: the entry
+    draws its own from the seed, so a recipe must draw the same bits every time)."""
     job = timing_job(setup, cases, hold=hold)
+    if digests:
+        job["input_digests"] = True
     job.update(device=setup.device, cases=[
         {"id": c.id, "params": c.shape.params, "seed": c.seed, "sampled": c.timing}
         for c in cases])

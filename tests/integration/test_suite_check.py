@@ -22,6 +22,13 @@ NOISY = ("\n\ndef reference(x, y):\n    import os\n"
          "    return x + y + float(int.from_bytes(os.urandom(2), 'little') + 1)\n")
 
 
+# make_inputs drawing unseeded values: two runs draw different inputs from one seed, and an
+# entry, which draws its own from the seed (issue 32), would compute on other values.
+UNSEEDED = ("\n\n_make_inputs = make_inputs\n\n\n"
+            "def make_inputs(seed, device, **params):\n    import os\n"
+            "    return _make_inputs(int.from_bytes(os.urandom(4), 'little'), device, **params)\n")
+
+
 def _check(roots: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", "suite", "check", "demo",
                            "--suites", str(roots), *args], capture_output=True, text=True,
@@ -32,7 +39,7 @@ def test_broken_references_are_the_suites_fault(engine, runtime, tmp_path: Path)
     roots = tmp_path / "suites"
     suite = roots / "demo"
     shutil.copytree(PROBLEM_BUNDLES / "demo", suite)
-    for problem, tail in (("rmsnorm", RAISES), ("vector_add", NOISY)):
+    for problem, tail in (("rmsnorm", RAISES), ("vector_add", NOISY), ("matmul", UNSEEDED)):
         ref = suite / problem / "reference.py"
         ref.write_text(ref.read_text() + tail)
     res = _check(roots, "--shapes", "smoke")
@@ -43,7 +50,8 @@ def test_broken_references_are_the_suites_fault(engine, runtime, tmp_path: Path)
     assert "the organiser broke this" in res.stdout  # the reference's own error
     add = next(line for line in lines if line.startswith("BAD vector_add/"))
     assert "reference_error" in add and "beyond the problem's tolerance" in add
-    assert any(line.startswith("ok  matmul/") and "deterministic" in line for line in lines)
+    mm = next(line for line in lines if line.startswith("BAD matmul/"))
+    assert "reference_error" in mm and "drew different inputs" in mm
     # grader release's self-check refuses a suite whose reference raises; suite check says
     # the same (issue 34, friction 7: it printed "ok  release kit" here).
     assert any(line.startswith("BAD release kit") for line in lines)

@@ -35,12 +35,16 @@ def kernel(x, y):
             dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
         if "site-packages" in root or root.startswith("/usr/"):
             continue
+        # The problem's public recipe is the entry's by design (it draws its inputs with it);
+        # the hidden problem.toml, weights and suite files are never its.
+        public = root.startswith("/grader/in/recipe")
         for n in files:
-            if n in ("reference.py", "problem.toml", "weights.toml", "suite.toml"):
+            if n in ("problem.toml", "weights.toml", "suite.toml") or (
+                    n == "reference.py" and not public):
                 breaches.append(os.path.join(root, n))
     needle = b"def " + b"make_inputs"  # built, so that this file does not match itself
     for root, dirs, files in os.walk("/grader"):
-        if root.startswith("/grader/entry"):
+        if root.startswith(("/grader/entry", "/grader/in/recipe")):
             continue
         for n in files:
             try:
