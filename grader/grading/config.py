@@ -34,7 +34,7 @@ from grader.verdicts import Verdict
 
 # An entry's harness set-up (the container's start, a cold `import torch`, the recorder) is
 # allowed this long before --timeout starts to count (sandbox.spec.Limits.setup_s): seconds on
-# a loaded host; the same allowance as a standby's (run.batch.GATE_WAIT_S).
+# a loaded host; the same allowance as a standby's (run.ahead.GATE_WAIT_S).
 ENTRY_SETUP_S = 300.0
 # Cores a worker needs for starting ahead to pay: its two running containers, and a batch
 # ahead's two making their imports (at depth 2, two batches' four, one batch in two). On the
@@ -52,7 +52,7 @@ class Scheduling:
     # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
     # (run/plan.py): the inputs cross between containers as files.
     batch_bytes: int = 8 << 30
-    # The reference's container and the entry's side by side (run.batch.run_pair): the
+    # The reference's container and the entry's side by side (run.pair.run_pair): the
     # entry imports while the reference computes. False (--sequential): one after the other.
     overlap: bool = True
     # Each batch's containers started while the batch before it runs, waiting at a gate after

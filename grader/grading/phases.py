@@ -11,7 +11,7 @@ from grader.model.runs import Evidence
 
 # The phases each harness process counts (harness.main.Phases), kept as "<role>.<phase>".
 # Only these names: the entry writes that file.
-# "standby" (the cold imports of a container started ahead, run.batch.Standby),
+# "standby" (the cold imports of a container started ahead, run.ahead.Standby),
 # "standby_prepare" (the entry's GPU set-up there, in place of "prepare") and "gate" (its wait
 # for the release) come before the container's release: its wall leaves them out.
 AHEAD_PHASES = {"reference": ("standby", "gate"), "entry": ("standby", "standby_prepare", "gate")}

@@ -11,7 +11,8 @@ from grader.formats.problem import Shape
 from grader.model.findings import Finding
 from grader.model.results import ShapeResult
 from grader.model.runs import Case
-from grader.run.batch import Batch, EntryStandby, Standby
+from grader.run.ahead import EntryStandby, Standby
+from grader.run.batch import Batch
 from grader.suite.load import SuiteProblem
 
 

@@ -2,14 +2,14 @@
 shapes, and the batches after the running one started beside it.
 
 While a batch runs, the worker starts the containers of the next batches (the same problem's,
-or the first ones of the next problems it takes) as standbys (run.batch.Standby): they make
+or the first ones of the next problems it takes) as standbys (run.ahead.Standby): they make
 their cold `import torch` (the entry's, on a GPU, its CUDA and profiler set-up too) and wait at
 their gates. The running batch's timed loops wait until those standbys are idle there, so that
 a timed loop never shares the host with more than a sleeping poll, and no entry code runs
 before its own batch's turn. The imports and set-up, a container's largest fixed cost (8-10 s
 for the entry's on the H200 host, 2026-12-02), then fall outside the critical path of every
 batch but the worker's first. A batch whose reference a round has computed already starts its
-entry's container alone (run.batch.EntryStandby); before, such batches started cold, and on
+entry's container alone (run.ahead.EntryStandby); before, such batches started cold, and on
 the H200 (2026-12-03) a later entry of a round spent 24.4 s of its 76.4 s on three problems
 starting its containers and setting up CUDA.
 
@@ -50,16 +50,11 @@ from grader.judge.problem import judge_problem, reference_failure, tail, whole_p
 from grader.model.results import ProblemResult, ShapeResult
 from grader.model.runs import Case, Evidence
 from grader.run import plan as batching
-from grader.run.batch import (
-    Batch,
-    Beside,
-    EntryStandby,
-    Standby,
-    entry_container,
-    reference_container,
-    run_pair,
-)
+from grader.run.ahead import Beside, EntryStandby, Standby
+from grader.run.batch import Batch
 from grader.run.jobs import WorkerSetup, timed_plans
+from grader.run.pair import run_pair
+from grader.run.sequential import entry_container, reference_container
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict, worst

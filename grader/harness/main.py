@@ -25,7 +25,7 @@ Protocol (paths are fixed container paths; every name is protocol.py's):
              sees it. `_signal_host` is the one seam: protocol names become frames under the
              warden (CHANNEL_ENV set), files otherwise (the reference, and tests that run
              this module directly).
-Standby (GRADER_STANDBY=1 in the environment; run.batch.Standby): either role first imports
+Standby (GRADER_STANDBY=1 in the environment; run.ahead.Standby): either role first imports
              torch (and Triton); on a GPU the entry's harness then makes its CUDA context and
              the device profiler's one-time set-up; then it signals the gate (the entry a
              "standby" frame, the reference /grader/out/.standby.json) and waits for
@@ -86,11 +86,11 @@ PROBLEM = Path(_PROBLEM)
 ENTRY = Path(_ENTRY_FILE)
 EXCERPT = 4000
 # The host kills a container at its own deadline; these only end a harness the host forgot.
-# An entry may wait for its job while the reference computes (run.batch.run_pair), and a
+# An entry may wait for its job while the reference computes (run.pair.run_pair), and a
 # held reference for the whole entry run.
 JOB_WAIT_S = 3600.0
 HOLD_WAIT_S = 86400.0
-# A standby's wait at its gate (run.batch.Standby). Short: if the grader dies, a standby
+# A standby's wait at its gate (run.ahead.Standby). Short: if the grader dies, a standby
 # ends on its own within this (issue 19: two standbys of a killed grader still waited, up to
 # a day). A batch whose turn comes later finds its standby gone and starts afresh.
 STANDBY_WAIT_S = 600.0
@@ -283,7 +283,7 @@ def run_reference() -> int:
     _pack_recipe()
     results = _reference_cases(ref, build, job, phase)
     if job.get("hold"):
-        # Overlapped with the entry's container (run.batch.run_pair): the cases are written,
+        # Overlapped with the entry's container (run.pair.run_pair): the cases are written,
         # and the timed loop waits until the entry has exited, so that no entry code shares
         # the GPU with it. The case tensors are gone with _reference_cases's frame.
         _signal_host(CASES_FILE, {"cases": results})

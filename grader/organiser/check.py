@@ -179,7 +179,7 @@ class Runner:
     def _batch(self, sp: SuiteProblem, image: str, cases: list[Case]) -> list[ShapeCheck]:
         from grader.judge.problem import reference_failure
         from grader.run import plan
-        from grader.run.batch import reference_container
+        from grader.run.sequential import reference_container
 
         shapes = list({c.shape.id: c.shape for c in cases}.values())
         per_shape = {s.id: self.seeds for s in shapes}

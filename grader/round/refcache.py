@@ -10,7 +10,7 @@ batch runs only the entry's container, which gets its job and the recipe from th
 its import, exactly as it would from a fresh reference's folder (jobs.deliver), and draws its
 inputs from the job's seeds where it runs them; the expected outputs never leave the host. Its
 container is started ahead of its turn, beside the batch before, as a first entry's are
-(run.batch.EntryStandby, cached_entry): it imports while that batch runs, and that batch's
+(run.ahead.EntryStandby, cached_entry): it imports while that batch runs, and that batch's
 timed loops wait until it is at its gate.
 
 The cache is a folder of the round's (`ROUND_DIR/.references/`, mode 0700) on the host; no
@@ -37,7 +37,8 @@ from grader.harness import tensors
 from grader.model.evidence import read_out_dir
 from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
-from grader.run.batch import Beside, Standby, cached_entry
+from grader.run.ahead import Beside, Standby
+from grader.run.cached import cached_entry
 
 if TYPE_CHECKING:
     from grader.grading.planned import Planned
@@ -134,7 +135,7 @@ class ReferenceCache:
         only; False (nothing done) when the cache does not have it.
 
         The entry's limits are those `grader run` would give it: from the problem's count,
-        raised when the reference's outputs need more (run.batch.run_pair), or from the
+        raised when the reference's outputs need more (run.pair.run_pair), or from the
         outputs alone when the batch runs one container after the other."""
         cases, shapes = plan.part_cases(k), plan.parts[k]
         key = batch_key(w, plan, cases)

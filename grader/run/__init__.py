@@ -2,6 +2,10 @@
 
 plan.py       how a problem's cases are split into batches, and the limits of each container
 jobs.py       what each container of a batch is given (spec, folders, job)
-batch.py      one batch: the reference's and the entry's containers, side by side or started
-              ahead; what comes back is evidence (grader/model/runs.py) for the judge
+batch.py      one batch, and what every protocol reads off the entry's container; what comes
+              back is evidence (grader/model/runs.py) for the judge
+pair.py       the reference's and the entry's containers side by side (the default)
+sequential.py one container after the other
+ahead.py      a batch's containers started ahead, waiting at their gates (Standby, Beside)
+cached.py     the entry alone on a reference a round computed already
 """

@@ -1,6 +1,5 @@
 """What each container of a batch is given: its interpreter, environment and binds (its
-spec), its folders, and its job; and the shared types of a batch's runs (run/batch.py runs
-them).
+spec), its folders, and its job (pair.py, sequential.py, ahead.py and cached.py run them).
 """
 
 from __future__ import annotations
@@ -179,7 +178,7 @@ def timing_job(setup: WorkerSetup, cases: list[Case], *, order_key: bytes | None
 def container_spec(setup: WorkerSetup, image: str, role: Role, binds: list[Bind], limits: Limits,
                    masks: tuple[str, ...] = (), args: tuple[str, ...] = (), gated: bool = False
                    ) -> ContainerSpec:
-    """A container of this batch; `gated`: a standby's (run.batch.Standby)."""
+    """A container of this batch; `gated`: a standby's (run.ahead.Standby)."""
     env = {"HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", DEVICE_ENV: setup.device,
            "PATH": f"{os.path.dirname(setup.python)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:"

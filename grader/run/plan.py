@@ -1,11 +1,12 @@
 """How one problem's cases are split into container runs, and the limits each run gets.
 
-Inputs cross between the containers as files (run/batch.py): the reference writes every case's
-inputs and outputs into a capped host tmpfs, the host links the inputs into the entry's input
-folder there, and the entry writes its outputs into a capped tmpfs of its own. At production
-shapes a problem's inputs reach tens of GiB (llm-inference's fused_moe: about 55 GiB over its cases,
-DeepSeek-V3's expert weights; on the H200, 2026-12-01, gemm_bf16's reference filled its fixed
-4 GiB cap and attention_prefill's honest outputs filled the entry's fixed 256 MiB one). So:
+Each container draws a case's inputs from its seed where it runs it (issue 32); outputs cross
+as files: the reference writes its expected outputs into a capped host tmpfs and the entry
+writes its outputs into a capped tmpfs of its own, while each holds a batch's inputs in
+memory. At production shapes a problem's inputs reach tens of GiB (llm-inference's
+fused_moe: about 55 GiB over its cases, DeepSeek-V3's expert weights; on the H200,
+2026-12-01, gemm_bf16's reference filled its fixed 4 GiB cap and attention_prefill's honest
+outputs filled the entry's fixed 256 MiB one). So:
 - a problem is graded in batches of shapes whose inputs fit a budget (a shape larger than the
   budget is a batch of its own), each batch a reference run and an entry run;
 - the reference's output cap is sized from the problem's own byte count (its `bytes`
@@ -92,7 +93,7 @@ def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[s
 
 def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
                             cases_per_shape: dict[str, int], timed: int = 0) -> Limits:
-    """The entry's limits for a batch before the reference has run (run.batch.run_pair):
+    """The entry's limits for a batch before the reference has run (run.pair.run_pair):
     from the problem's count of bytes, inputs and outputs together, so that an honest entry
     fits; a little looser than entry_limits, still bounded by the problem's own size.
     `cases_per_shape`: the correctness cases; `timed`: the batch's checked timed calls."""

@@ -292,7 +292,7 @@ class RunningContainer:
 
     def rebase(self) -> None:
         """Count the wall-clock limit and the wall time from now: a standby container's wait
-        for its release (run.batch.Standby), and an entry's set-up before its harness armed
+        for its release (run.ahead.Standby), and an entry's set-up before its harness armed
         its clock (run.batch), are not its own."""
         self.started = time.monotonic()
         self.deadline = self.started + self.spec.limits.wall_s

@@ -106,7 +106,8 @@ def test_started_ahead_only_the_entrys_standby_sets_up_the_gpu(tmp_path: Path) -
     from grader.images import ensure, problem_plan
     from grader.model.channel import read_frames
     from grader.model.runs import Case
-    from grader.run.batch import Batch, Standby
+    from grader.run.ahead import Standby
+    from grader.run.batch import Batch
     from grader.sandbox.docker_engine import get_engine
     from grader.sandbox.runtimes import RuntimeConfig, runtime_for
     from grader.sandbox.spec import Limits

@@ -15,8 +15,9 @@ from test_pair import _cases
 from grader.cli.selftest import grade_case
 from grader.images import ensure, problem_plan
 from grader.paths import REPO
-from grader.run.batch import Batch, run_pair
+from grader.run.batch import Batch
 from grader.run.jobs import WorkerSetup
+from grader.run.pair import run_pair
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Limits
 from grader.verdicts import Verdict

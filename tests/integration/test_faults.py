@@ -358,7 +358,7 @@ def test_a_full_tmpdir_from_the_start_is_an_infra_error(engine, small_disk: Path
                                                   ("on", ("vector_add", "rmsnorm"))])
 def test_reference_killed_beside_the_entry_is_graded_again_in_turn(  # type: ignore[no-untyped-def]
         engine, runtime, tmp_path: Path, ahead: str, problems: tuple[str, ...]) -> None:
-    """The reference's container dies while the entry's runs beside it (run.batch.run_pair):
+    """The reference's container dies while the entry's runs beside it (run.pair.run_pair):
     the entry's container is stopped and the problem graded again, reference first, so that
     the entry still gets its own verdict (an entry must not escape one by making the
     reference fail) and nothing is left behind; "on": with the next problem's containers

@@ -1,4 +1,4 @@
-"""run.batch.run_pair against the real engine: the reference and the entry side by side.
+"""run.pair.run_pair against the real engine: the reference and the entry side by side.
 
 The GPU path holds the reference's timed loop until the entry's container has exited. On a
 CPU host that path only runs when asked for: here a sandbox with timing knobs on the CPU, so
@@ -17,8 +17,9 @@ from grader.harness.protocol import CASES_FILE, RECIPE_FILE
 from grader.images import ensure, problem_plan
 from grader.model.runs import Case
 from grader.paths import REPO
-from grader.run.batch import Batch, run_pair
+from grader.run.batch import Batch
 from grader.run.jobs import TimingKnobs, WorkerSetup
+from grader.run.pair import run_pair
 from grader.sandbox.spec import Limits
 from grader.suite.load import SuiteProblem, load_suite
 

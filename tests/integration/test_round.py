@@ -119,7 +119,7 @@ def test_round_equals_grading_each_entry_alone(local_round: Path, entries: Path,
 
 def test_a_later_entry_starts_its_containers_ahead(entries: Path, tmp_path: Path) -> None:
     """With --start-ahead on, a later entry's batches (the round has their references) start
-    their entry containers ahead, alone (run.batch.EntryStandby): the second problem's
+    their entry containers ahead, alone (run.ahead.EntryStandby): the second problem's
     container made its imports at its gate while the first problem's ran; its verdicts are
     those of grading it alone."""
     two = ["--problem", "vector_add", "--problem", "rmsnorm", "--seed-secret", SECRET]

@@ -1,4 +1,4 @@
-"""Containers started one batch ahead (run.batch.Standby, grader/grading/worker.py), against the
+"""Containers started one batch ahead (run.ahead.Standby, grader/grading/worker.py), against the
 real engine: the gate holds them before the entry's file is loaded, the batch they run beside
 waits for them before its timed loops, a dead one is replaced, and whole runs grade the
 same."""
@@ -25,8 +25,10 @@ from grader.grading.config import GradingOptions, Scheduling
 from grader.harness.protocol import GATE_FILE, GO_FILE, STANDBY, STANDBY_ENV, TRACED
 from grader.images import ensure, problem_plan
 from grader.model.channel import GateFrame, read_frames
-from grader.run.batch import Batch, Beside, Standby, run_pair
+from grader.run.ahead import Beside, Standby
+from grader.run.batch import Batch
 from grader.run.jobs import WorkerSetup
+from grader.run.pair import run_pair
 from grader.sandbox.docker_engine import DockerEngine
 from grader.sandbox.spec import Bind, Limits
 from grader.verdicts import Verdict

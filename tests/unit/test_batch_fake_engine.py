@@ -35,20 +35,13 @@ from grader.model.channel import read_frames
 from grader.model.results import ShapeResult
 from grader.model.runs import Case, Evidence
 from grader.paths import PROBLEM_BUNDLES
-from grader.run import batch as run_batch
-from grader.run import plan
-from grader.run.batch import (
-    Batch,
-    Beside,
-    EntryStandby,
-    Pair,
-    Standby,
-    cached_entry,
-    entry_container,
-    reference_container,
-    run_pair,
-)
+from grader.run import ahead, pair, plan
+from grader.run.ahead import Beside, EntryStandby, Standby
+from grader.run.batch import Batch
+from grader.run.cached import cached_entry
 from grader.run.jobs import CODE, TimingKnobs, WorkerSetup, timed_plans
+from grader.run.pair import Pair, run_pair
+from grader.run.sequential import entry_container, reference_container
 from grader.sandbox import capped
 from grader.sandbox.engine import Container, ContainerEngine
 from grader.sandbox.spec import Limits, Role
@@ -63,7 +56,8 @@ def _quick(monkeypatch: pytest.MonkeyPatch) -> None:
     # Plain folders for the caps (mounting a tmpfs is the integration tests' business), and
     # no wait between looks at a container.
     monkeypatch.setattr(capped, "can_mount", lambda: False)
-    monkeypatch.setattr(run_batch, "POLL_S", 0.0)
+    for module in (ahead, pair):  # the protocols that wait between looks
+        monkeypatch.setattr(module, "POLL_S", 0.0)
     monkeypatch.setattr("fake_engine.POLL_S", 0.0)
 
 

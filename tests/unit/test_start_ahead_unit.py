@@ -1,5 +1,5 @@
 """When workers start containers ahead (worker.start_ahead), and how a standby that never gets
-to its gate is dropped (run.batch.Standby.idle), with fake containers."""
+to its gate is dropped (run.ahead.Standby.idle), with fake containers."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from grader.grading import worker as worker_mod
 from grader.grading.config import AHEAD_CORES, Scheduling
 from grader.harness.protocol import GATE_FILE, STANDBY
 from grader.harness.warden import encode_frame
-from grader.run import batch as problem_run
-from grader.run.batch import Standby
+from grader.run import ahead as problem_run
+from grader.run.ahead import Standby
 
 
 def test_auto_needs_cores_for_each_worker() -> None:

@@ -1,0 +1,96 @@
+"""A batch one container after the other: the reference (reference_container), then the entry
+on its outputs (entry_container); and an entry's container run on a reference that is there
+already (EntryRun, which cached.py shares).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.formats.problem import Problem
+from grader.model.evidence import read_out_dir
+from grader.model.runs import Case, Evidence, ExitState
+from grader.run.ahead import Beside, still_held
+from grader.run.batch import arm, entry_run, is_ready
+from grader.run.jobs import (
+    WorkerSetup,
+    container_spec,
+    deliver,
+    entry_in,
+    entry_spec,
+    fresh_in_dir,
+    io_binds,
+    reference_job,
+    write_job,
+)
+from grader.sandbox.capped import capped_dir
+from grader.sandbox.engine import Container
+from grader.sandbox.spec import Limits, Role
+
+
+@contextmanager
+def reference_container(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+                        problem: Problem | None = None, *, digests: bool = False
+                        ) -> Iterator[tuple[Evidence, Path]]:
+    """Run the reference; yields the run and its output folder (alive inside the block).
+    `problem` says how to call it (None: a function-style problem); `digests`: its case
+    records carry the sha256 of each case's inputs (jobs.reference_job)."""
+    with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
+        write_job(in_dir, reference_job(setup, cases, problem, digests=digests))
+        spec = container_spec(setup, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
+        exit_state = setup.engine.run(spec)
+        yield Evidence(exit=exit_state, out=read_out_dir(out_dir)), out_dir
+
+
+@contextmanager
+def entry_container(setup: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
+                    ref_out: Path, limits: Limits, problem: Problem | None = None
+                    ) -> Iterator[Evidence]:
+    """Run the entry on the reference's inputs (linked in only once the entry is imported);
+    yields the run while its output folder is still there to read."""
+    with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
+        spec = entry_spec(setup, image, in_dir, out_dir, limits, problem)
+        with setup.engine.start(spec) as running:
+            exit_state = EntryRun(setup=setup, ent=running, in_dir=in_dir, cases=cases,
+                                   problem=problem, ref_out=ref_out, beside=None).wait()
+        yield entry_run(exit_state, out_dir)
+
+
+@dataclass(kw_only=True)
+class EntryRun:
+    """An entry container on inputs that are there already: its inputs and job once it is
+    imported, held before its timed loops while `beside` still imports (then its go)."""
+
+    setup: WorkerSetup
+    ent: Container
+    in_dir: Path
+    cases: list[Case]
+    problem: Problem | None
+    ref_out: Path
+    beside: Beside | None
+    delivered: bool = False
+    held: bool = False
+    armed: bool = False
+    _tick: float = 0.0
+
+    def wait(self) -> ExitState:
+        self._tick = time.monotonic()
+        return self.ent.wait(on_poll=self._look)
+
+    def _look(self) -> None:
+        now = time.monotonic()
+        step, self._tick = now - self._tick, now
+        self.armed = arm(self.ent, self.armed)
+        if not self.delivered and is_ready(self.ent):
+            self.delivered = True
+            self.held = (self.beside is not None and self.setup.timing is not None
+                         and not self.beside.idle())
+            deliver(self.setup, self.cases, self.problem, self.ref_out, self.in_dir,
+                    hold=self.held)
+        elif self.held:
+            assert self.beside is not None
+            self.held = still_held(self.beside, self.ent, self.in_dir, step)
