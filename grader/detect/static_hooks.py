@@ -1,7 +1,8 @@
 """Checks of issue 17 that the Checker mixes in: operator getters and functools.partial,
 finalisers not named by the policy, `.query()` of streams and events, and branches for
 distributed tensors. Split from static_visit.py to keep modules small; they read the
-Checker's state (scope, resolver, policy) and emit through it.
+Checker's state (scope, resolver, policy) and emit through it. static_calls.CallChecks
+extends this mixin (it provides `_compute_method`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _BUSY_PRODUCERS = ("torch.cuda.current_stream", "torch.cuda.default_stream", "to
 
 
 class HookChecks:
-    """Mixed into static_visit.Checker, which provides these."""
+    """Mixed into static_visit.Checker through static_calls.CallChecks, which provide these."""
 
     resolver: Resolver
     policy: Policy

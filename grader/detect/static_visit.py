@@ -2,6 +2,11 @@
 
 Code inside @triton.jit functions is the DSL and is never judged for compute (tl.sum, tl.dot
 and `a @ b` there are exactly what an entry should write). Everything else is host code.
+
+This module holds the pass itself (emitting, what a dotted name is, scopes and regions,
+imports, names and attributes, try/except fallback); the Checker mixes in the checks of calls
+(static_calls, with static_hooks) and of operators and assignments (static_operators), one
+module per theme (issue 33).
 """
 
 from __future__ import annotations
@@ -11,15 +16,12 @@ from dataclasses import dataclass, field
 
 from grader.detect.policy import Policy
 from grader.detect.rules import RULES
-from grader.detect.static_hooks import _EXIT_DUNDERS, _TYPE_CHECKS, HookChecks
+from grader.detect.static_calls import CallChecks
+from grader.detect.static_hooks import _EXIT_DUNDERS, _TYPE_CHECKS
 from grader.detect.static_names import (
-    AMBIGUOUS_METHODS,
     ARRAY_PROTOCOL_ATTRS,
     FRAME_ATTRS,
     INSTRUMENT_ATTRS,
-    LOW_PRECISION_DTYPES,
-    LOW_PRECISION_METHODS,
-    OPERATOR_ARITH,
     OPERATOR_MATMUL,
     TENSOR_METHODS,
     TORCH_CONSTANTS,
@@ -27,26 +29,19 @@ from grader.detect.static_names import (
     TORCH_HOOKS,
     TORCH_MODULES,
 )
+from grader.detect.static_operators import OperatorChecks
 from grader.detect.static_resolve import GLOBALS, Resolver
-from grader.detect.static_scope import LOCAL, Scope, lookup
+from grader.detect.static_scope import LOCAL, Scope
 from grader.model.findings import Finding, Layer, Severity
 
 _COMPUTE_RULES = frozenset({"FB001", "FB002", "FB003"})
-_ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift,
-          ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd)
-_IMPORTERS = frozenset({"builtins.__import__", "importlib.__import__", "importlib.import_module"})
 _NAMESPACE_FUNCS = frozenset({"builtins.globals", "builtins.vars", "builtins.locals"})
-_SETTERS = frozenset({"builtins.setattr", "builtins.delattr", "builtins.object.__setattr__",
-                      "builtins.object.__delattr__"})
 # Where an uncalled reference is only read as a value: compared, tested, used in arithmetic
 # or an f-string, annotated, or a bare statement. (Bound to a plain name is decided apart.)
 _VALUE_PARENTS = (ast.Compare, ast.BinOp, ast.UnaryOp, ast.AugAssign, ast.Expr,
                   ast.FormattedValue, ast.If, ast.While, ast.Assert, ast.comprehension, ast.arg)
 # Parents that pass their child's value on: the reference is where they are.
 _TRANSPARENT = (ast.IfExp, ast.BoolOp, ast.NamedExpr, ast.Attribute, ast.Subscript)
-# What `.query()` asks "is the device still busy?" of: streams and events (TM004).
-_LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp,
-             ast.DictComp, ast.SetComp)
 
 
 @dataclass
@@ -61,7 +56,7 @@ class Context:
 
 
 @dataclass
-class Checker(HookChecks, ast.NodeVisitor):
+class Checker(CallChecks, OperatorChecks):
     source_lines: list[str]
     filename: str
     policy: Policy
@@ -309,179 +304,6 @@ class Checker(HookChecks, ast.NodeVisitor):
             self.check_ref(node, " (by subscript)")
         self.generic_visit(node)
 
-    # -- calls ------------------------------------------------------------------------------
-    def visit_Call(self, node: ast.Call) -> None:
-        funcs = self.resolver.qualnames(node.func, self.scope)
-        args = node.args
-        if funcs & _IMPORTERS:
-            if not self.check_ref(node, " (through a dynamic import)"):
-                if not self.resolver.qualnames(node, self.scope):
-                    self.emit("DS001", node, "imports a module whose name is computed at run time")
-            return self._visit_all(args, node.keywords)
-        if "builtins.getattr" in funcs and len(args) >= 2:
-            names = self.resolver.getattr_names(args[0], args[1], self.scope)
-            if names is None:
-                self.emit("DS003", node, "getattr with a name computed at run time")
-            elif names & INSTRUMENT_ATTRS:
-                self.emit("TM004", node, f"touches `{sorted(names & INSTRUMENT_ATTRS)[0]}` "
-                          "(through getattr): the grader's instruments")
-            elif self.resolver.qualnames(args[0], self.scope):
-                self.check_ref(node, " (through getattr)")  # getattr(torch, "mm")
-            else:
-                self._getattr_method(node, args[0], args[1])  # getattr(x, "sum"): a method
-            return self._visit_all(args, node.keywords)
-        if funcs & _SETTERS and args:
-            targets = self.resolver.qualnames(args[0], self.scope)
-            hit = sorted(q for q in targets if self.policy.is_protected(q))
-            if hit:
-                self.emit("TM001", node, f"sets or deletes an attribute of `{hit[0]}`")
-            names = self.resolver.strings(args[1], self.scope) if len(args) > 1 else None
-            if names and names & _EXIT_DUNDERS:
-                self.emit("SB005", node, "installs `__del__`: a finaliser")
-        self._exit_hooks(node, funcs)
-        self._getters(node, funcs)
-        if any(q.startswith(("unittest.mock.patch", "mock.patch")) for q in funcs):
-            self.emit("TM001", node, "patches with unittest.mock")
-        if isinstance(node.func, ast.Attribute) and not funcs:
-            self._method(node, node.func)
-        self._operator(node, funcs)
-        for kw in node.keywords:
-            if kw.arg == "stream" and not _is_none(kw.value):
-                self.emit("SB004", kw.value, "passes `stream=`: work on another CUDA stream")
-        self.generic_visit(node)
-
-    def _visit_all(self, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
-        for a in [*args, *(k.value for k in keywords)]:
-            self.visit(a)
-
-    def _method(self, node: ast.Call, func: ast.Attribute) -> None:
-        name, receiver = func.attr, func.value
-        # Chained calls share a start column: place each at its own method name.
-        at = (func.end_lineno or func.lineno, max((func.end_col_offset or 0) - len(name), 0))
-        if name in LOW_PRECISION_METHODS or (name in ("to", "type") and self._low_dtype(node)):
-            self.emit("PR001", node, f"`.{name}(...)` lowers precision in host code", at)
-        if self._compute_method(name, receiver):
-            self.emit("FB002", node, f"PyTorch computes: Tensor method `.{name}()`", at)
-
-    def _compute_method(self, name: str, receiver: ast.AST) -> bool:
-        """Would `receiver.name(...)` be a Tensor compute method (as _method judges it)?"""
-        if name not in TENSOR_METHODS or name in self.policy.allowed_calls:
-            return False
-        if isinstance(receiver, _LITERALS) or self._literal_name(receiver):
-            return False
-        return name not in AMBIGUOUS_METHODS or self.resolver.is_tensor(receiver, self.scope)
-
-    def _getattr_method(self, node: ast.Call, receiver: ast.AST, name: ast.AST) -> None:
-        """getattr(a, "matmul"): the bound method, called here or later, is `a.matmul`."""
-        for n in sorted(self.resolver.strings(name, self.scope) or ()):
-            if self._compute_method(n, receiver):
-                self.emit("FB002", node, f"PyTorch computes: Tensor method `.{n}()` "
-                          "(through getattr)")
-                return
-
-    def _operator(self, node: ast.Call, funcs: set[str]) -> None:
-        """operator.add(x, y) on a tensor, or operator.mul handed to a call with tensors
-        (functools.reduce(operator.mul, xs)): tensor arithmetic, as `x + y` is."""
-        values = [*node.args, *(k.value for k in node.keywords)]
-        plain = [v.value if isinstance(v, ast.Starred) else v for v in values]
-
-        def tensors(skip: ast.AST | None = None) -> bool:
-            return any(v is not skip and (self.resolver.is_tensor(v, self.scope)
-                                          or self.resolver.is_seq(v, self.scope))
-                       for v in plain)
-
-        hit = sorted(funcs & OPERATOR_ARITH)
-        if hit and tensors():
-            self.emit("FB003", node, f"PyTorch computes: tensor arithmetic (`{hit[0]}`)")
-            return
-        for v in plain:
-            ops = sorted(self.resolver.qualnames(v, self.scope) & OPERATOR_ARITH)
-            if ops and tensors(skip=v):
-                self.emit("FB003", v, f"PyTorch computes: tensor arithmetic (`{ops[0]}` "
-                          "handed to a call with tensors)")
-                return
-
-    def _low_dtype(self, node: ast.Call) -> bool:
-        for a in [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]:
-            for q in self.resolver.qualnames(a, self.scope):
-                if q.startswith("torch.") and q[6:] in LOW_PRECISION_DTYPES:
-                    return True
-        return False
-
-    def _literal_name(self, node: ast.AST) -> bool:
-        if not isinstance(node, ast.Name):
-            return False
-        _, bounds = lookup(self.scope, node.id)
-        return bool(bounds) and all(
-            b.how == "expr" and isinstance(b.expr, _LITERALS) for b in bounds
-        )
-
-    # -- operators --------------------------------------------------------------------------
-    def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult):
-            self.emit("FB003", node, "PyTorch computes: `@` (matrix multiply)")
-        elif isinstance(node.op, _ARITH) and self.resolver.is_tensor(node, self.scope):
-            op = type(node.op).__name__
-            self.emit("FB003", node, f"PyTorch computes: tensor arithmetic ({op})")
-        self.generic_visit(node)
-
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
-        if not isinstance(node.op, ast.Not) and self.resolver.is_tensor(node, self.scope):
-            self.emit("FB003", node, "PyTorch computes: tensor unary operator")
-        self.generic_visit(node)
-
-    def visit_Compare(self, node: ast.Compare) -> None:
-        plain = all(isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in node.ops)
-        if not plain and any(
-            self.resolver.is_tensor(x, self.scope) for x in [node.left, *node.comparators]
-        ):
-            self.emit("FB003", node, "PyTorch computes: tensor comparison")
-        self.generic_visit(node)
-
-    # -- assignments: monkeypatching --------------------------------------------------------
-    def _store(self, target: ast.AST, node: ast.AST) -> None:
-        if isinstance(target, ast.Tuple | ast.List):
-            for t in target.elts:
-                self._store(t, node)
-            return
-        if isinstance(target, ast.Attribute):
-            owners = self.resolver.qualnames(target.value, self.scope)
-            hit = sorted(q for q in owners if self.policy.is_protected(q))
-            if hit:
-                self.emit("TM001", node, f"assigns `{hit[0]}.{target.attr}`")
-            elif target.attr.startswith("__") and target.attr.endswith("__"):
-                self.emit("TM001", node, f"assigns dunder attribute `{target.attr}`")
-        elif isinstance(target, ast.Subscript):
-            for q in self.resolver.qualnames(target.value, self.scope):
-                base = q.removesuffix(".__dict__")
-                if q in ("sys.modules", GLOBALS) or (base != q and self.policy.is_protected(base)):
-                    self.emit("TM001", node, f"replaces an entry of `{q}`")
-                    break
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for t in node.targets:
-            self._store(t, node)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._store(node.target, node)
-        self.generic_visit(node)
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        for t in node.targets:
-            self._store(t, node)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._store(node.target, node)
-        if isinstance(node.op, ast.MatMult):
-            self.emit("FB003", node, "PyTorch computes: `@=`")
-        elif self.resolver.is_tensor(node.target, self.scope) or self.resolver.is_tensor(
-            node.value, self.scope
-        ):
-            self.emit("FB003", node, "PyTorch computes: in-place tensor arithmetic")
-        self.generic_visit(node)
-
     # -- try/except fallback ----------------------------------------------------------------
     def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
         for stmt in node.body:
@@ -505,7 +327,3 @@ class Checker(HookChecks, ast.NodeVisitor):
         func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
         names = {q.removeprefix(f"{LOCAL}.") for q in self.resolver.qualnames(func, self.scope)}
         return isinstance(node.func, ast.Subscript) or bool(names & self.ctx.jit_names)
-
-
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None

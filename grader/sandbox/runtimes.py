@@ -39,11 +39,12 @@ from grader.images import (
     rootfs_tag,
 )
 from grader.sandbox.gpus import DRIVER_LIB_DIR, driver_libraries
-from grader.sandbox.host_runtime import bind_conflicts, host_runtime
+from grader.sandbox.host_runtime import host_runtime
+from grader.sandbox.host_view import bind_conflicts
 from grader.sandbox.spec import Bind, GpuAccess
 
 RuntimeKind = Literal["cpu", "cuda", "host"]
-# (what, path, whole) as host_runtime.bind_conflicts takes them: a path the entry must not see.
+# (what, path, whole) as host_view.bind_conflicts takes them: a path the entry must not see.
 Protected = tuple[str, Path, bool]
 
 

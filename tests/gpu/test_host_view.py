@@ -19,7 +19,8 @@ from grader.cli.selftest import Target, grade_case
 from grader.paths import REPO
 from grader.sandbox.docker_engine import get_engine
 from grader.sandbox.gpus import gpu_mode, gpu_nodes
-from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
+from grader.sandbox.host_runtime import resolve
+from grader.sandbox.host_view import VIEW_ROOTS, expected_view
 from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 from grader.sandbox.spec import ContainerSpec, GpuAccess, Limits, Role
 from grader.verdicts import Verdict

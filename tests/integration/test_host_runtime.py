@@ -15,7 +15,8 @@ import pytest
 from grader.cli.selftest import Target, grade_case
 from grader.paths import REPO
 from grader.sandbox.docker_engine import DockerEngine
-from grader.sandbox.host_runtime import VIEW_ROOTS, expected_view, resolve
+from grader.sandbox.host_runtime import resolve
+from grader.sandbox.host_view import VIEW_ROOTS, expected_view
 from grader.sandbox.runtimes import RuntimeConfig, runtime_for
 from grader.sandbox.spec import Bind, ContainerSpec, Limits, Role
 from grader.verdicts import Verdict

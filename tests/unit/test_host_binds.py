@@ -15,18 +15,16 @@ from grader.grading.config import GradingOptions
 from grader.grading.settings import GradingSettings
 from grader.sandbox import host_runtime, runtimes
 from grader.sandbox.gpus import driver_library_links
+from grader.sandbox.host_probe import _script_paths, parse_ldd
 from grader.sandbox.host_runtime import (
     HostBind,
     HostRuntime,
     _Binds,
     _link_chain,
-    _script_paths,
     _too_wide,
     _within,
-    bind_conflicts,
-    expected_view,
-    parse_ldd,
 )
+from grader.sandbox.host_view import bind_conflicts, expected_view
 
 # As `ldd` printed it on this project's CPU host (2026-12-02), two files at once.
 LDD = """/usr/bin/ld:
