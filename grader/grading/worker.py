@@ -14,10 +14,8 @@ the H200 (2026-12-03) a later entry of a round spent 24.4 s of its 76.4 s on thr
 starting its containers and setting up CUDA.
 
 Standbys are started `depth` at a time: a batch whose next batch has none starts the next
-`depth` batches' at once, and the batches after it, whose standbys are idle by then, start
-none and wait for none. With one at a time each batch waited for the standby started with it
-(the steady cost was about one standby's set-up, not the batch's own work); with two, the wait
-falls on every other batch.
+`depth` batches' at once, and the ones after it start none and wait for none (with one at a
+time each batch waited for its standby's set-up; with two, every other batch does).
 """
 
 from __future__ import annotations
@@ -31,10 +29,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
+from grader.detect.detector import Detector
 from grader.errors import InfraError
 from grader.formats.problem import Shape
 from grader.grading.checkpoint import Finished
@@ -42,6 +40,7 @@ from grader.grading.config import Scheduling
 from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Claim, Planned
 from grader.grading.progress import Progress
+from grader.grading.reuse import References, batch_key, grade_cached
 from grader.grading.selection import nothing_graded, select_shapes
 from grader.grading.settings import GradingSettings, Narrowing
 from grader.images import ensure, problem_plan
@@ -58,9 +57,6 @@ from grader.run.sequential import entry_container, reference_container
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict, worst
-
-if TYPE_CHECKING:
-    from grader.detect.detector import Detector
 
 
 def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
@@ -84,23 +80,6 @@ def _unusable(ref: Evidence, shapes: list[Shape], cases: list[Case]
     if failure is None:
         return None
     return whole_problem(shapes, *failure), ref.exit.logs
-
-
-class References(Protocol):
-    """Reference outputs computed once and reused (a round's: grader/round/refcache.py)."""
-
-    def has(self, worker: Worker, plan: Planned, k: int) -> bool:
-        """Whether batch `k` of `plan` has its reference kept (no standby is started for it)."""
-        ...
-
-    def keep(self, worker: Worker, plan: Planned, k: int, ref_dir: Path) -> None:
-        """Keep the reference folder of batch `k`, which ran here, for later entries."""
-        ...
-
-    def grade(self, worker: Worker, plan: Planned, k: int, beside: Beside | None) -> bool:
-        """Grade batch `k` of `plan` against the kept reference; False: none is kept (the
-        worker runs the reference itself)."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,8 +249,7 @@ class Worker:
             batch = self.batch(plan, j)
             if batch is None:
                 break
-            refs = self.ctx.references  # a round's cached batch runs its entry only
-            cached = refs is not None and refs.has(self, plan, j)
+            cached = self._kept(plan, j) is not None  # a round's: its entry runs alone
             try:
                 plan.standbys[j] = (EntryStandby(self.setup, batch) if cached
                                     else Standby(self.setup, batch))
@@ -287,8 +265,11 @@ class Worker:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
         it can, else one after the other. `beside`: the standbys started with it, idle before
         any timed loop here starts. Adds to the plan's results, logs and phases."""
-        refs = self.ctx.references  # a round's, computed once (grader/round/)
-        if refs is not None and refs.grade(self, plan, k, beside):
+        if (kept := self._kept(plan, k, reuse=True)) is not None:  # a round's, computed once
+            results, plan.logs = grade_cached(
+                self.setup, plan, k, kept, batch=self.batch(plan, k), base=self.ctx.entry_limits,
+                beside=beside, progress=self.ctx.progress, judge=self.judge)
+            plan.results += results
             return
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
@@ -308,8 +289,8 @@ class Worker:
                             f"{label}: outputs larger than the problem counts; the entry ran "
                             "again after the reference, with caps to fit")
                     got = _unusable(pair.reference, shapes, cases)
-                    if got is None and refs is not None:
-                        refs.keep(self, plan, k, pair.ref_dir)
+                    if got is None:
+                        self._keep(plan, k, pair.ref_dir)
                     got = got or self.judge(plan, shapes, cases, pair.reference, pair.entry,
                                             pair.entry_limits)
             if got is None:
@@ -331,14 +312,36 @@ class Worker:
                            problem) as (ref, ref_dir):
             if (unusable := _unusable(ref, shapes, cases)) is not None:
                 return unusable
-            if (refs := self.ctx.references) is not None:
-                refs.keep(self, plan, k, ref_dir)
+            self._keep(plan, k, ref_dir)
             limits = batching.entry_limits(self.ctx.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
             with entry_container(self.setup, plan.image, plan.kernel, cases, ref_dir, limits,
                            problem) as entry:
                 return self.judge(plan, shapes, cases, ref, entry, limits)
+
+    def _key(self, plan: Planned, k: int) -> str:
+        return batch_key(self.suite, plan, plan.part_cases(k), self.setup,
+                         self.ctx.settings.runtime)
+
+    def _kept(self, plan: Planned, k: int, *, reuse: bool = False) -> Path | None:
+        """The round's kept reference folder of batch `k` (`reuse`: noted as used), or None."""
+        refs = self.ctx.references
+        if refs is None or (folder := refs.folder(key := self._key(plan, k))) is None:
+            return None
+        if reuse:
+            refs.reused(key, problem=plan.sp.id, cases=len(plan.part_cases(k)))
+        return folder
+
+    def _keep(self, plan: Planned, k: int, ref_dir: Path) -> None:
+        """A usable reference of batch `k` kept for the round's later entries."""
+        if (refs := self.ctx.references) is None:
+            return
+        try:
+            refs.keep(self._key(plan, k), ref_dir, problem=plan.sp.id,
+                      cases=[c.id for c in plan.part_cases(k)])
+        except OSError as exc:  # the host's: only the reuse is lost
+            self.ctx.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
               entry: Evidence, limits: Limits) -> tuple[list[ShapeResult], str]:

@@ -77,7 +77,7 @@ class Manifest(Frozen):
 
 class RefUse(Frozen):
     problem: str
-    key: str  # the batch's reference key (round/refcache.batch_key)
+    key: str  # the batch's reference key (grading.reuse.batch_key)
     cases: int
     computed: bool  # True: this entry ran the reference (and kept it); False: reused it
 

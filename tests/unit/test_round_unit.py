@@ -4,6 +4,7 @@ failed entries), its renderings fed hostile text, resuming, the reference cache'
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from grader.errors import EXIT_CODES, RoundMismatch
 from grader.grading.checkpoint import commitment
 from grader.grading.grader import summarize
+from grader.grading.reuse import batch_key
 from grader.grading.settings import GradingSettings
 from grader.model.results import (
     Environment,
@@ -33,7 +35,7 @@ from grader.round.board import build_board
 from grader.round.conduct import finish, pending
 from grader.round.entries import find_entries, safe_name, sha256_file
 from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef
-from grader.round.refcache import ReferenceCache, batch_key
+from grader.round.refcache import ReferenceCache
 from grader.round.render import board_html, board_markdown
 from grader.round.request import suite_digest
 from grader.round.store import RoundDir
@@ -166,41 +168,39 @@ def test_resume_grades_only_what_is_not_done(tmp_path: Path) -> None:
     assert [e.name for e in pending(manifest, rd)] == ["b", "c", "f"]
 
 
-def _fake_worker(seed: int = 7) -> tuple[SimpleNamespace, SimpleNamespace]:
+def _key(seed: int = 7) -> str:
+    """A batch's key as a worker makes it (grading.reuse.batch_key), for one case."""
     shape = SimpleNamespace(id="s", params={"n": 4})
     case = Case(id="s.0", shape=shape, seed=seed)  # type: ignore[arg-type]
-    w = SimpleNamespace(ctx=SimpleNamespace(settings=GradingSettings(), progress=lambda m: None),
-                        setup=SimpleNamespace(device="cpu", timing=None),
-        suite=SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0")))
-    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1",
-                           part_cases=lambda k: [case], label=lambda k: "vector_add")
-    return w, plan
+    suite = SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0"))
+    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1")
+    return batch_key(suite, plan, [case], SimpleNamespace(device="cpu", timing=None),  # type: ignore[arg-type]
+                     "cpu")
 
 
 def test_reference_cache_keeps_a_whole_folder_once(tmp_path: Path) -> None:
     ref = tmp_path / "ref"
     ref.mkdir()
-    (ref / "s.0.in").write_bytes(b"in")
     (ref / "s.0.ref").write_bytes(b"ref")
+    (ref / ".recipe.tar").write_bytes(b"tar")
     (ref / "result.json").write_text("{}")
-    os.symlink("/etc/passwd", ref / "link.in")  # never copied: regular files only
+    os.symlink("/etc/passwd", ref / "link.ref")  # never copied: regular files only
     cache = ReferenceCache(tmp_path / "cache", "first")
-    w, plan = _fake_worker()
-    assert not cache.has(w, plan, 0)  # type: ignore[arg-type]
-    cache.keep(w, plan, 0, ref)  # type: ignore[arg-type]
-    key = batch_key(w, plan, plan.part_cases(0))  # type: ignore[arg-type]
+    key = _key()
+    assert cache.folder(key) is None
+    cache.keep(key, ref, problem="vector_add", cases=["s.0"])
     kept = cache.folder(key)
-    assert kept is not None and cache.has(w, plan, 0)  # type: ignore[arg-type]
-    assert sorted(p.name for p in kept.iterdir()) == ["meta.json", "result.json", "s.0.in",
+    assert kept is not None
+    assert sorted(p.name for p in kept.iterdir()) == [".recipe.tar", "meta.json", "result.json",
                                                        "s.0.ref"]
     assert (tmp_path / "cache").stat().st_mode & 0o077 == 0
     (ref / "s.0.ref").write_bytes(b"changed")
-    cache.for_entry("second").keep(w, plan, 0, ref)  # type: ignore[arg-type]
+    cache.for_entry("second").keep(key, ref, problem="vector_add", cases=["s.0"])
     assert (kept / "s.0.ref").read_bytes() == b"ref"  # the first one stays
     assert json.loads((kept / "meta.json").read_text())["computed_by"] == "first"
-    assert [u.computed for u in cache.uses] == [True]
-    other_w, other_plan = _fake_worker(seed=8)  # another seed: another key
-    assert batch_key(other_w, other_plan, other_plan.part_cases(0)) != key  # type: ignore[arg-type]
+    cache.reused(key, problem="vector_add", cases=1)
+    assert [u.computed for u in cache.uses] == [True, False]
+    assert _key(seed=8) != key  # another seed: another key
     assert not any(p.name.startswith(".part") for p in (tmp_path / "cache").iterdir())
 
 
@@ -208,20 +208,17 @@ def test_reference_cache_keeps_a_whole_folder_once(tmp_path: Path) -> None:
 def test_a_reference_too_large_for_the_cache_is_not_kept_and_costs_nothing(
         tmp_path: Path) -> None:
     """A reference folder larger than the cache's free room is refused before a byte is
-    copied (ENOSPC, said in the progress): the round loses that batch's reuse, nothing else."""
+    copied (ENOSPC, for the worker to say): the round loses that batch's reuse, nothing
+    else."""
     ref = tmp_path / "ref"
     ref.mkdir()
-    (ref / "s.0.in").write_bytes(b"\0" * (3 << 20))
-    w, plan = _fake_worker()
-    said: list[str] = []
-    w.ctx.progress = said.append
+    (ref / "s.0.ref").write_bytes(b"\0" * (3 << 20))
     with capped.capped_dir(1 << 20, owner=os.getuid()) as small:
         cache = ReferenceCache(small / "cache", "first")
-        cache.keep(w, plan, 0, ref)  # type: ignore[arg-type]
-        assert not cache.has(w, plan, 0)  # type: ignore[arg-type]
+        with pytest.raises(OSError, match="3145728 bytes to keep"):
+            cache.keep(_key(), ref, problem="vector_add", cases=["s.0"])
+        assert cache.folder(_key()) is None
         assert [p.name for p in (small / "cache").iterdir()] == []
-    assert len(said) == 1 and "cannot keep its reference" in said[0]
-    assert "3145728 bytes to keep" in said[0]
 
 
 def test_cli_has_round_and_verify() -> None:
@@ -307,3 +304,34 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     assert sorted(n for n, _ in seen[1:]) == ["b", "c", "d"]
     assert all(len(g) == 1 and g[0] in (0, 1, 2) for _, g in seen[1:])
     assert sorted(p.stem for p in rd.outcomes.iterdir()) == ["a", "b", "c", "d"]
+
+
+def test_a_reference_the_host_cannot_keep_is_said_and_the_batch_goes_on(tmp_path: Path) -> None:
+    """The worker asks the round's store to keep a batch's reference; when the host cannot
+    (ENOSPC), the progress says so and the grading goes on: only the reuse is lost."""
+    from grader.grading.worker import Worker
+
+    class Full:
+        def folder(self, key: str) -> Path | None:
+            return None
+
+        def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def reused(self, key: str, *, problem: str, cases: int) -> None:
+            raise AssertionError("nothing was reused")
+
+    said: list[str] = []
+    shape = SimpleNamespace(id="s", params={"n": 4})
+    case = Case(id="s.0", shape=shape, seed=7)  # type: ignore[arg-type]
+    w = Worker.__new__(Worker)  # only what _keep and _kept read
+    w.ctx = SimpleNamespace(references=Full(), progress=said.append,  # type: ignore[assignment]
+                            settings=GradingSettings())
+    w.setup = SimpleNamespace(device="cpu", timing=None)  # type: ignore[assignment]
+    w.suite = SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0"))  # type: ignore[assignment]
+    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1",
+                           part_cases=lambda k: [case], label=lambda k: "vector_add")
+    assert w._kept(plan, 0, reuse=True) is None  # type: ignore[arg-type]
+    w._keep(plan, 0, tmp_path)  # type: ignore[arg-type]
+    assert said == ["vector_add: cannot keep its reference for the round: "
+                    "[Errno 28] No space left on device"]
