@@ -17,7 +17,7 @@ from grader.model.runs import Evidence
 AHEAD_PHASES = {"reference": ("standby", "gate"), "entry": ("standby", "standby_prepare", "gate")}
 HARNESS_PHASES = {"reference": ("import", "inputs", "reference", "timing",
                                 *AHEAD_PHASES["reference"]),
-                  "entry": ("prepare", "record", "job_wait", "warm", "call", "load", "save",
+                  "entry": ("prepare", "record", "job_wait", "warm", "inputs", "call", "save",
                             "build", "timing_wait", "timing", *AHEAD_PHASES["entry"])}
 
 
