@@ -26,8 +26,9 @@ _BUSY_PRODUCERS = ("torch.cuda.current_stream", "torch.cuda.default_stream", "to
                    "torch.cuda.Event.record", "torch.cuda.current_blas_handle")
 
 
-class HookChecks:
-    """Mixed into static_visit.Checker through static_calls.CallChecks, which provide these."""
+class CheckerParts:
+    """What static_visit.Checker provides to the checks mixed into it (HookChecks and
+    static_operators.OperatorChecks): its resolver, policy and scope, and emitting."""
 
     resolver: Resolver
     policy: Policy
@@ -39,6 +40,10 @@ class HookChecks:
     def emit(self, rule: str, node: ast.AST, message: str,
              at: tuple[int, int] | None = None) -> None:
         raise NotImplementedError
+
+
+class HookChecks(CheckerParts):
+    """Mixed into static_visit.Checker through static_calls.CallChecks, which provide these."""
 
     def check_ref(self, node: ast.AST, how: str = "") -> bool:
         raise NotImplementedError

@@ -9,30 +9,18 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from grader.detect.static_hooks import CheckerParts
 from grader.detect.static_resolve import GLOBALS
 
 if TYPE_CHECKING:
-    from grader.detect.policy import Policy
-    from grader.detect.static_resolve import Resolver
-    from grader.detect.static_scope import Scope
+    pass
 
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift,
           ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd)
 
 
-class OperatorChecks(ast.NodeVisitor):
-    """Mixed into static_visit.Checker, which provides these."""
-
-    resolver: Resolver
-    policy: Policy
-
-    @property
-    def scope(self) -> Scope:
-        raise NotImplementedError
-
-    def emit(self, rule: str, node: ast.AST, message: str,
-             at: tuple[int, int] | None = None) -> None:
-        raise NotImplementedError
+class OperatorChecks(CheckerParts, ast.NodeVisitor):
+    """Mixed into static_visit.Checker, which provides CheckerParts."""
 
     # -- operators --------------------------------------------------------------------------
     def visit_BinOp(self, node: ast.BinOp) -> None:
