@@ -32,6 +32,10 @@
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
 #                    --ahead-depth D
+#   import:KIND      tests/fixtures/import/KIND (kernelbench, atrex, atrex_real) imported as the
+#                    suite KIND-fixture and its entries (tests/fixtures/import/entries/KIND) graded
+#                    on it: the module problems (KernelBench's ModelNew, weights made in the
+#                    constructor) on the GPU
 #   ray              tests/gpu/test_ray_gpu.py: a round on a one-node Ray cluster holding the GPU,
 #                    with the Ray that bench/device_ray.sh packed into .device/ray.tar.xz
 #   corpus[:C,..]    bench/honest_corpus.py --device cuda over build/honest_public (carry it;
@@ -44,6 +48,8 @@
 #   overhead         bench/overhead.py over every report graded so far in this call
 #   expect:NAME:V    stop here unless every shape of $OUT/report-NAME.json got verdict V (a
 #                    cheap grading first proves the rest of the call worth its device time)
+# GRADER_HELDOUT_CASES=DIR: the tests step also grades the case folders in DIR (cases kept
+# apart from the tree; select them with tests:heldout).
 # With no steps: examples. GPU_TESTS=1 (the old switch) adds fallback and tests.
 # GRADE_OPTS: more `grader run` options for every grading (e.g. "--shapes scored");
 # GRADE_LIMIT_S: seconds one grading may take (default 3000); CALL_LIMIT_S: seconds the whole
@@ -136,6 +142,11 @@ for step in "${steps[@]}"; do
                    timeout "$left" python3 -m pytest -q -p no:cacheprovider --run-docker \
                      --run-gpu tests/gpu "${sel[@]}" >"$OUT/pytest-gpu.txt" 2>&1
                    tail -n 15 "$OUT/pytest-gpu.txt" ;;
+    import:*) kind=${step#import:}
+              mkdir -p /tmp/suites && rm -rf "/tmp/suites/$kind-fixture"
+              python3 -m grader import "$kind" "tests/fixtures/import/$kind" \
+                -o "/tmp/suites/$kind-fixture" 2>&1 | tail -n 2
+              grade "tests/fixtures/import/entries/$kind" "import-$kind" --suites /tmp/suites ;;
     suite:*) IFS=: read -r _ dir only name <<<"$step"
              name=${name:-$(basename "$dir")${only:+-${only//,/-}}}
              opts=(); IFS=, read -ra ps <<<"$only"
