@@ -10,6 +10,9 @@ Progress records, by mode:
 - ``json``: one JSON object per line on stderr (``--log-format json``), for machines.
 - ``off``: nothing (``--quiet``).
 
+A command that is not a grading (`grader suite check`: no problem count, no ETA) labels its
+sink: its records are plain ``[suite check] vector_add: image`` lines, terminal or not.
+
 Lines said to the user print whatever the mode: a note on stderr, a result line on stdout (on
 stderr under --json, which keeps stdout for its one summary object), the --json summary on
 stdout.
@@ -45,7 +48,9 @@ def _clock(seconds: float) -> str:
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
 
 
-def human_line(ev: Event) -> str:
+def human_line(ev: Event, label: str | None = None) -> str:
+    if label is not None:  # a labelled command's steps: no clock, no counts (see above)
+        return f"[{label}] {ev.message}"
     head = f"[grader {_clock(ev.elapsed_s)}"
     if ev.eta_s is not None:
         head += f" eta {_clock(ev.eta_s)}"
@@ -60,10 +65,11 @@ class Terminal:
     """The sink of a command: progress on `stream` (stderr) by mode, said lines by kind."""
 
     def __init__(self, mode: Mode = "off", *, stream: TextIO | None = None,
-                 json_out: bool = False) -> None:
+                 json_out: bool = False, label: str | None = None) -> None:
         self.mode: Mode = mode
         self.stream = stream if stream is not None else sys.stderr
         self.json_out = json_out  # --json: stdout holds the summary object alone
+        self.label = label  # human lines as `[label] message` (see human_line)
         self.bar: LiveBar | None = None  # mode live, once the first event came
 
     @property
@@ -76,7 +82,7 @@ class Terminal:
         if self.mode == "live":
             self._live(event)
             return
-        line = event.as_json() if self.mode == "json" else human_line(event)
+        line = event.as_json() if self.mode == "json" else human_line(event, self.label)
         try:
             self.stream.write(line + "\n")
             self.stream.flush()
@@ -107,6 +113,12 @@ def for_cli(log_format: str, *, quiet: bool, json_out: bool = False,
     out = stream if stream is not None else sys.stderr
     return Progress(Terminal(choose_mode(log_format, quiet=quiet, stream=out), stream=out,
                              json_out=json_out))
+
+
+def labelled(label: str, *, stream: TextIO | None = None) -> Progress:
+    """The Progress of a command that is not a grading: each record a `[label] message` line
+    on `stream` (stderr), on a terminal too (a bar over no count would show nothing more)."""
+    return Progress(Terminal("human", stream=stream, label=label))
 
 
 class LiveBar:

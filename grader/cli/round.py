@@ -13,7 +13,7 @@ from grader.cli.progress import LOG_FORMATS, for_cli
 
 if TYPE_CHECKING:
     from grader.round.model import Board
-    from grader.round.request import RoundRequest
+    from grader.round.request import RoundPresentation, RoundRequest
 
 
 class _DefaultGrade(click.Group):
@@ -58,22 +58,26 @@ _SHARED = [  # the options of `grade` that `commit` commits to (and a round must
 ]
 
 
-def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | None = None,
-             formats: str = "json", suite: str | None, out_dir: Path, gpus: str, jobs: int,
-             no_shared_references: bool, start_ahead: str = "auto", ahead_depth: int = 2,
-             quiet: bool = False, log_format: str = "human", **grading: Any) -> RoundRequest:
+def _staged(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | None = None,
+            formats: str = "json", suite: str | None, out_dir: Path, gpus: str, jobs: int,
+            no_shared_references: bool, start_ahead: str = "auto", ahead_depth: int = 2,
+            quiet: bool = False, log_format: str = "human", **grading: Any
+            ) -> tuple[RoundRequest, RoundPresentation]:
+    """The command line, staged (issue 33): what the round grades and commits to, and how
+    its outcome is shown."""
     from grader.cli.options import formats_option, gpu_list, grading_options
     from grader.grading.config import Scheduling
-    from grader.round.request import RoundRequest
+    from grader.round.request import RoundPresentation, RoundRequest
 
     gpus_ = gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
     scheduling = Scheduling(gpus=gpus_, jobs=jobs, start_ahead=start_ahead,
                             ahead_depth=ahead_depth, ray=ray)
     # Every entry's grading: its bundle and output folder are set per entry (round/request.py).
     run = grading_options(bundle=Path("-"), out_dir=out_dir, scheduling=scheduling, **grading)
-    return RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
-                        shared_references=not no_shared_references,
-                        formats=formats_option(formats))
+    req = RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
+                       shared_references=not no_shared_references)
+    return req, RoundPresentation(formats=formats_option(formats), quiet=quiet,
+                                  log_format=log_format)
 
 
 @round_.command("grade")
@@ -93,13 +97,14 @@ def _request(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | N
 @click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
               help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
               "on a node with the `grader_docker` resource.")
-def grade(quiet: bool, log_format: str, **options: Any) -> None:
+def grade(**options: Any) -> None:
     """Grade BUNDLE_OR_DIR... (bundles, submission folders, or folders of them) into a round
     folder, then write its leaderboard (json, md, html). A folder where `grader round commit`
     was run grades under its commitment, or not at all."""
     from grader.round.conduct import run_round
 
-    board = run_round(_request(**options), for_cli(log_format, quiet=quiet))
+    req, show = _staged(**options)
+    board = run_round(req, show, for_cli(show.log_format, quiet=show.quiet))
     for line in board_lines(board):
         click.echo(line)
     click.echo(f"each entry's report: {options['out_dir'] / 'entries'}/ENTRY/report.json "
@@ -125,15 +130,16 @@ def board_lines(board: Board) -> list[str]:
 
 @round_.command("commit")
 @with_options(_SHARED)
-def commit(quiet: bool, log_format: str, **options: Any) -> None:
+def commit(**options: Any) -> None:
     """Before a round: draw its secret (-o/seed.secret, private until the round ends) and
     write -o/commitment.json, to publish: the secret's sha256, the suite's content hash, the
     settings and the images (built if missing). `grader round ... -o` the same folder with
     the same options then grades under it, and refuses anything else."""
     from grader.round.conduct import commit_round
 
-    req = _request(**options)
-    c, sha = commit_round(req, for_cli(log_format, quiet=quiet))
+    # The commitment holds the request's settings alone; the presentation shows the progress.
+    req, show = _staged(**options)
+    c, sha = commit_round(req, for_cli(show.log_format, quiet=show.quiet))
     click.echo(f"commitment: {req.out_dir / 'commitment.json'} (sha256 {sha}): publish it")
     click.echo(f"secret: {req.out_dir / 'seed.secret'} (keep it private until the round ends)")
     for role, image in c.images.items():

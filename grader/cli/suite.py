@@ -62,6 +62,7 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
     own tolerance), evaluate the roofline expressions, build the release kit. Exit 21 when a
     reference is at fault (reference_error), 20 for an expression or the kit, 30 when only
     the machinery failed."""
+    from grader.cli.progress import labelled
     from grader.grading.config import GradingOptions
     from grader.grading.factory import reference_sandbox
     from grader.grading.settings import GradingSettings
@@ -87,7 +88,7 @@ def suite_check(suite_name: str, suite_roots: tuple[Path, ...], problems: tuple[
                       secret=secrets.token_bytes(32))
 
     result = check_suite(found, problems=problems, shapes=shapes, make_runner=make_runner,
-                         say=lambda msg: click.echo(f"[suite check] {msg}", err=True),
+                         progress=labelled("suite check"),
                          run_kit_check=device == "cpu")
     for line in _lines(result):
         click.echo(line)

@@ -34,11 +34,10 @@ from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict
 
 if TYPE_CHECKING:
+    from grader.grading.progress import Progress
     from grader.model.runs import Case, Evidence
     from grader.run.jobs import WorkerSetup
     from grader.sandbox.spec import Limits
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,15 +163,17 @@ class Runner:
             ids = {s.id for s in part}
             yield [c for c in cases if c.shape.id in ids]
 
-    def check(self, sp: SuiteProblem, shapes: list[Shape], say: Say) -> list[ShapeCheck]:
+    def check(self, sp: SuiteProblem, shapes: list[Shape], progress: Progress
+              ) -> list[ShapeCheck]:
         from grader.images import ensure, problem_plan
 
-        say(f"{sp.id}: image")
+        progress(f"{sp.id}: image", problem=sp.id, stage="image")
         image = ensure(self.sandbox.engine, problem_plan(self.runtime_tag, self.suite_id,
                                                          sp)).tag
         out: list[ShapeCheck] = []
         for cases in self.batches(sp, shapes):
-            say(f"{sp.id}: reference, twice ({len(cases)} cases)")
+            progress(f"{sp.id}: reference, twice ({len(cases)} cases)", problem=sp.id,
+                     stage="reference")
             out += self._batch(sp, image, cases)
         return out
 
@@ -253,11 +254,13 @@ def select(sp: SuiteProblem, shapes: str) -> list[Shape]:
 
 
 def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "all",
-                make_runner: Callable[[str], Runner], say: Say,
+                make_runner: Callable[[str], Runner], progress: Progress,
                 run_kit_check: bool = True) -> SuiteCheck:
-    """Every check above; `make_runner(session)` gives the Runner (its sandbox's session);
-    `run_kit_check`: release's self-check runs each reference on the CPU (False: for
-    references that need a GPU, as `grader release --no-run-check`)."""
+    """Every check above, each problem's steps reported through `progress` (the one progress
+    type, issue 33; the command line's sink shows them); `make_runner(session)` gives the
+    Runner (its sandbox's session); `run_kit_check`: release's self-check runs each
+    reference on the CPU (False: for references that need a GPU, as `grader release
+    --no-run-check`)."""
     from grader.grading.runner import check_references
     from grader.sandbox.runs import owned_run
     from grader.suite.lint import warnings
@@ -275,7 +278,7 @@ def check_suite(suite: Suite, *, problems: tuple[str, ...] = (), shapes: str = "
         runner = make_runner(session)
         try:
             for sp in todo:
-                result.shapes += runner.check(sp, select(sp, shapes), say)
+                result.shapes += runner.check(sp, select(sp, shapes), progress)
         finally:
             runner.sandbox.engine.reap(session)
     return result

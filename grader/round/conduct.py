@@ -41,7 +41,13 @@ from grader.round.model import (
     SuiteRef,
 )
 from grader.round.render import RENDERERS
-from grader.round.request import RoundRequest, entry_request, record, suite_digest
+from grader.round.request import (
+    RoundPresentation,
+    RoundRequest,
+    entry_request,
+    record,
+    suite_digest,
+)
 from grader.round.store import RoundDir
 from grader.round.suite import round_suite
 from grader.sandbox.docker_engine import get_engine
@@ -189,8 +195,8 @@ def pending(manifest: Manifest, rd: RoundDir) -> list[ManifestEntry]:
     return out
 
 
-def grade_here(req: RoundRequest, rd: RoundDir, todo: list[ManifestEntry], secret: bytes,
-               progress: Progress) -> None:
+def grade_here(req: RoundRequest, show: RoundPresentation, rd: RoundDir,
+               todo: list[ManifestEntry], secret: bytes, progress: Progress) -> None:
     """Grade `todo` on this host. With several GPUs: the first on all of them, the rest one
     per GPU at a time."""
     cache = rd.references if req.shared_references else None
@@ -205,7 +211,7 @@ def grade_here(req: RoundRequest, rd: RoundDir, todo: list[ManifestEntry], secre
             run = replace(run, scheduling=replace(run.scheduling, gpus=gpu))
         got = grade_entry(entry.name, run, cache, progress)
         with lock:
-            out = record(rd, req, got, progress)
+            out = record(rd, show, got, progress)
         progress(f"entry {entry.name}: {out.status}" + (f" ({out.error})" if out.error else ""))
 
     if queue:
@@ -253,7 +259,9 @@ def commit_round(req: RoundRequest, progress: Progress) -> tuple[Commitment, str
                            settings=settings_of(req), run=req.run, progress=progress)
 
 
-def run_round(req: RoundRequest, progress: Progress) -> Board:
+def run_round(req: RoundRequest, show: RoundPresentation, progress: Progress) -> Board:
+    """`grader round`: grade `req`'s entries into its folder, each entry's reports in
+    `show`'s formats, and write the leaderboard."""
     rd = RoundDir(req.out_dir)
     req, suite = _suite(req, rd)
     check_round_dir(req, rd)
@@ -264,9 +272,9 @@ def run_round(req: RoundRequest, progress: Progress) -> Board:
     if req.run.scheduling.ray is not None:
         from grader.round.on_ray import grade_on_ray
 
-        grade_on_ray(req, rd, manifest, todo, secret, progress)
+        grade_on_ray(req, show, rd, manifest, todo, secret, progress)
     else:
-        grade_here(req, rd, todo, secret, progress)
+        grade_here(req, show, rd, todo, secret, progress)
     board = finish(rd, manifest)
     failed = [r.entry for r in board.rows if r.status == "failed"]
     for fname, _ in RENDERERS.values():

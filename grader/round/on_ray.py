@@ -31,7 +31,7 @@ from grader.grading.progress import Progress
 from grader.model.results import Report
 from grader.round.entry import EntryResult, grade_entry
 from grader.round.model import Manifest, ManifestEntry, Outcome
-from grader.round.request import RoundRequest, entry_request, record
+from grader.round.request import RoundPresentation, RoundRequest, entry_request, record
 from grader.round.request import suite_digest as digest_of
 from grader.round.store import RoundDir
 from grader.suite.load import find_suite
@@ -88,8 +88,8 @@ class _EntryTask:
         self.suite_roots = suite_roots
 
 
-def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list[ManifestEntry],
-                 secret: bytes, progress: Progress) -> None:
+def grade_on_ray(req: RoundRequest, show: RoundPresentation, rd: RoundDir, manifest: Manifest,
+                 todo: list[ManifestEntry], secret: bytes, progress: Progress) -> None:
     """Submit one task per entry of `todo`; write each result as it comes back."""
     from grader.paths import PROBLEM_BUNDLES
 
@@ -116,7 +116,7 @@ def grade_on_ray(req: RoundRequest, rd: RoundDir, manifest: Manifest, todo: list
             done, _ = ray.wait(list(pending), num_returns=1)
             name = pending.pop(done[0])
             got = _result(ray, done[0], name)
-            out = record(rd, req, got, progress)
+            out = record(rd, show, got, progress)
             progress(f"entry {name}: {out.status} on node {out.node}"
                      + (f" ({out.error})" if out.error else ""))
     finally:

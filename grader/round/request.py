@@ -1,6 +1,6 @@
-"""One round's request, and what the round does for each entry wherever the entry is graded
-(on this host, run.py; on a Ray node, on_ray.py): its `grader run` options, and the record
-of its outcome in the round folder."""
+"""One round's request and its presentation, and what the round does for each entry wherever
+the entry is graded (on this host, conduct.py; on a Ray node, on_ray.py): its `grader run`
+options, and the record of its outcome in the round folder."""
 
 from __future__ import annotations
 
@@ -21,13 +21,27 @@ from grader.suite.load import Suite
 
 @dataclass(frozen=True, kw_only=True)
 class RoundRequest:
+    """What a round grades and commits to: its entries, suite, folder, every entry's grading
+    and whether references are shared. How its outcome is shown is `RoundPresentation`."""
+
     paths: tuple[Path, ...]
     suite: str | None  # an id or a folder; None: the round's own (round/suite.py)
     out_dir: Path
     run: GradingOptions  # every entry's grading (its bundle and out_dir are set per entry)
     resume: bool = False
     shared_references: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundPresentation:
+    """How a round's outcome is shown and kept, never what it grades or commits to (issue
+    33's staged options: beside the RoundRequest, as grading/config.Presentation beside
+    `grader run`'s grading; that one's --json, --public, --fail-on and output-folder
+    handling have no meaning for a round)."""
+
     formats: tuple[str, ...] = ("json", "html")  # each entry's reports (json always)
+    quiet: bool = False
+    log_format: str = "human"  # human | json (see grader.grading.progress)
 
     @property
     def entry_formats(self) -> tuple[str, ...]:
@@ -54,13 +68,14 @@ def entry_request(req: RoundRequest, rd: RoundDir, entry: ManifestEntry, secret:
                    resume=False)
 
 
-def record(rd: RoundDir, req: RoundRequest, got: EntryResult, progress: Progress) -> Outcome:
+def record(rd: RoundDir, show: RoundPresentation, got: EntryResult, progress: Progress
+           ) -> Outcome:
     """Write an entry's reports, then its outcome (the checkpoint says graded only once its
     report.json is whole)."""
     outcome = got.outcome
     if got.report is not None:
         with host_fs(f"cannot write the reports of {outcome.name}"):
-            write_reports(got.report, rd.entry_dir(outcome.name), list(req.entry_formats))
+            write_reports(got.report, rd.entry_dir(outcome.name), list(show.entry_formats))
         outcome = outcome.model_copy(update={"report_sha256": rd.report_sha256(outcome.name)})
         committed = rd.load_commitment()
         if committed is not None:

@@ -71,3 +71,7 @@ def test_a_roofline_expression_that_does_not_evaluate(engine, runtime, tmp_path:
     assert res.returncode == 20, res.stdout + res.stderr
     assert "BAD roofline vector_add/smoke_4099" in res.stdout
     assert "ok  vector_add/smoke_4099" in res.stdout  # the reference itself is sound
+    # Its steps, reported through the one progress type (issue 33), read as they always did.
+    steps = [line for line in res.stderr.splitlines() if line.startswith("[suite check]")]
+    assert steps == ["[suite check] vector_add: image",
+                     "[suite check] vector_add: reference, twice (1 cases)"], res.stderr

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.cli.progress import Terminal, choose_mode, for_cli, human_line
+from grader.cli.progress import Terminal, choose_mode, for_cli, human_line, labelled
 from grader.grading.progress import Progress
 
 # What the grader says today, in order, for a suite of three problems graded by one worker:
@@ -143,6 +143,19 @@ def test_hours_in_clock() -> None:
     clock.t += 3725
     p("runtime image")
     assert human_line(p.events[-1]).startswith("[grader 1:02:05]")
+
+
+def test_a_labelled_command_prints_its_steps_as_plain_lines() -> None:
+    """`grader suite check` reports through Progress (issue 33) and its lines read as they
+    did when it printed them itself: `[suite check] message`, no clock, on a terminal too."""
+    out = Tty()
+    p = labelled("suite check", stream=out)
+    p("vector_add: image", problem="vector_add", stage="image")
+    p("vector_add: reference, twice (2 cases)", problem="vector_add", stage="reference")
+    assert out.getvalue() == ("[suite check] vector_add: image\n"
+                              "[suite check] vector_add: reference, twice (2 cases)\n")
+    assert [(e.problem, e.stage) for e in p.events] == [("vector_add", "image"),
+                                                         ("vector_add", "reference")]
 
 
 def test_grade_bundle_wires_progress_through_the_grading_loop(

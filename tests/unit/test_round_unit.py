@@ -237,21 +237,28 @@ def test_cli_has_round_and_verify() -> None:
 
 def test_round_grading_options_reach_every_entry_s_run(tmp_path: Path) -> None:
     """`grader round grade`'s speed knobs are `grader run`'s, carried in the round's grading
-    (to each entry, on this host or a Ray node)."""
+    (to each entry, on this host or a Ray node); how the round is shown is staged beside it
+    (issue 33), apart from what the round grades and commits to."""
+    from dataclasses import fields
+
     import click
 
-    from grader.cli.round import _request, grade
+    from grader.cli.round import _staged, grade
+    from grader.round.request import RoundPresentation, RoundRequest
 
     with click.Context(grade):
-        req = _request(paths=(), suite="demo", out_dir=tmp_path, suite_roots=(),
-                       policy="triton", device="cpu", runtime="cpu", python=None,
-                       cuda_base=None, hardware="auto", shapes="auto", problems=(), seeds=None,
-                       timeout=None, seed_secret=None, gpus="0", jobs=1,
-                       no_shared_references=False, start_ahead="on", ahead_depth=4,
-                       ray="auto", quiet=True, log_format="json")
+        req, show = _staged(paths=(), suite="demo", out_dir=tmp_path, suite_roots=(),
+                            policy="triton", device="cpu", runtime="cpu", python=None,
+                            cuda_base=None, hardware="auto", shapes="auto", problems=(),
+                            seeds=None, timeout=None, seed_secret=None, gpus="0", jobs=1,
+                            no_shared_references=False, start_ahead="on", ahead_depth=4,
+                            ray="auto", formats="md,html", quiet=True, log_format="json")
     sched = req.run.scheduling
     assert sched.start_ahead == "on" and sched.ahead_depth == 4 and sched.ray == "auto"
     assert req.run.settings == GradingSettings()  # the one settings type, as `grader run`'s
+    assert show == RoundPresentation(formats=("md", "html"), quiet=True, log_format="json")
+    assert show.entry_formats == ("json", "md", "html")
+    assert not {f.name for f in fields(RoundRequest)} & {f.name for f in fields(show)}
 
 
 def test_broken_and_foreign_bundles_are_refused_not_fatal(tmp_path: Path) -> None:
@@ -281,6 +288,7 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     from grader.grading.progress import Progress
     from grader.round import conduct
     from grader.round.entry import EntryResult
+    from grader.round.request import RoundPresentation
 
     seen: list[tuple[str, tuple[int, ...]]] = []
     lock = threading.Lock()
@@ -299,7 +307,7 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
     req = conduct.RoundRequest(paths=(), suite="demo", out_dir=rd.root, run=GradingOptions(
         bundle=Path("-"), out_dir=rd.root, settings=GradingSettings(device="cuda", runtime="host"),
         scheduling=Scheduling(gpus=(0, 1, 2))))
-    conduct.grade_here(req, rd, todo, SECRET, Progress())
+    conduct.grade_here(req, RoundPresentation(), rd, todo, SECRET, Progress())
     assert seen[0] == ("a", (0, 1, 2))
     assert sorted(n for n, _ in seen[1:]) == ["b", "c", "d"]
     assert all(len(g) == 1 and g[0] in (0, 1, 2) for _, g in seen[1:])

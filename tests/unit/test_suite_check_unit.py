@@ -12,6 +12,7 @@ import torch
 
 from grader.errors import InfraError, ProblemError, ReferenceFailed
 from grader.formats.problem import Shape
+from grader.grading.progress import Progress
 from grader.organiser.check import (
     ShapeCheck,
     SuiteCheck,
@@ -84,7 +85,8 @@ class FakeRunner:
         self.reaped: list[str] = []
         self.sandbox = SimpleNamespace(engine=SimpleNamespace(reap=self.reaped.append))
 
-    def check(self, bundle: SuiteProblem, shapes: list[Shape], say: object) -> list[ShapeCheck]:
+    def check(self, bundle: SuiteProblem, shapes: list[Shape], progress: Progress
+              ) -> list[ShapeCheck]:
         return [ShapeCheck(problem=bundle.id, shape=s.id, verdict=self.verdicts[bundle.id],
                            detail="fake") for s in shapes]
 
@@ -100,7 +102,7 @@ def test_check_suite_selects_shapes_and_reaps(tmp_path: Path, shapes: str, count
         return runner
 
     got = check_suite(suite, problems=("vector_add",), shapes=shapes, make_runner=make,
-                      say=lambda _m: None)
+                      progress=Progress())
     assert len(got.shapes) == count and got.ok
     assert runner.reaped == made  # the session's containers are removed
 
@@ -110,4 +112,4 @@ def test_a_reference_that_does_not_parse_is_refused_before_any_run(tmp_path: Pat
     (root / "rmsnorm" / "reference.py").write_text("def reference(:\n")
     with pytest.raises(ReferenceFailed):
         check_suite(load_suite(root), make_runner=lambda s: pytest.fail("ran"),
-                    say=lambda _m: None)
+                    progress=Progress())

@@ -186,6 +186,7 @@ def test_suite_check_refuses_the_kit_release_refuses(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from grader.cli.suite import _lines
+    from grader.grading.progress import Progress
     from grader.organiser.check import ShapeCheck, check_suite
     from grader.suite.load import load_suite
 
@@ -199,12 +200,12 @@ def test_suite_check_refuses_the_kit_release_refuses(tmp_path: Path) -> None:
     class Runner:
         sandbox = SimpleNamespace(engine=SimpleNamespace(reap=lambda _s: None))
 
-        def check(self, bundle, shapes, say):  # type: ignore[no-untyped-def]
+        def check(self, bundle, shapes, progress):  # type: ignore[no-untyped-def]
             return [ShapeCheck(problem=bundle.id, shape=s.id, verdict=Verdict.PASSED,
                                detail="fake") for s in shapes]
 
     got = check_suite(load_suite(root), shapes="smoke", make_runner=lambda _s: Runner(),
-                      say=lambda _m: None)
+                      progress=Progress())
     lines = _lines(got)
     assert not any(line.startswith("ok  release kit") for line in lines)
     assert any(line.startswith("BAD release kit: grader release would refuse it: suite demo, "
