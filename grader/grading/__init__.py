@@ -9,6 +9,8 @@ factory.py     the engine, policy, detector and Grader, built in one place
 grader.py      `Grader`: its work folder, the bundle opened once, checkpoint, the workers,
                the Report
 worker.py      one worker (a GPU or a CPU slot): its problems, batch by batch, each judged
+judging.py     a worker's judging thread: a batch judged beside the next batch's untimed work
+seeds.py       the seeds derived from the secret
 planned.py     a problem made ready for a worker: image, cases, batches, results so far
 checkpoint.py  resuming an interrupted run
 phases.py      where a problem's time went

@@ -24,13 +24,7 @@ from grader.grading.config import GradingOptions
 from grader.grading.progress import Progress
 from grader.grading.selection import shapes_graded
 from grader.grading.settings import GradingSettings
-from grader.grading.worker import (
-    GradingContext,
-    References,
-    Worker,
-    derive_module_seed,
-    derive_seed,
-)
+from grader.grading.worker import GradingContext, References, Worker
 from grader.intake.bundle import Submission, open_bundle
 from grader.model.results import (
     Environment,
@@ -54,8 +48,6 @@ from grader.verdicts import Verdict
 
 __all__ = [
     "Grader",
-    "derive_module_seed",
-    "derive_seed",
     "summarize",
     "worker_setup",
 ]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.formats.problem import Shape
+from grader.grading.judging import Judged
 from grader.model.findings import Finding
 from grader.model.results import ShapeResult
 from grader.model.runs import Case
@@ -35,7 +36,8 @@ class Planned:
     batches: dict[int, Batch | None] = field(default_factory=dict)  # made when first needed
     # Started beside the batch before (an EntryStandby where a round has the reference).
     standbys: dict[int, Standby | EntryStandby] = field(default_factory=dict)
-    results: list[ShapeResult] = field(default_factory=list)
+    judged: list[Judged] = field(default_factory=list)  # its batches' judging, in order
+    results: list[ShapeResult] = field(default_factory=list)  # once judged (Worker.finish)
     logs: str = ""
     started: float | None = None  # when its first batch began
 

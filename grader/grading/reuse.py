@@ -10,6 +10,7 @@ plan and checked its standbys' types).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -22,7 +23,6 @@ from grader.formats.problem import Shape
 from grader.grading.planned import Planned
 from grader.grading.progress import Progress
 from grader.model.evidence import read_out_dir
-from grader.model.results import ShapeResult
 from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
 from grader.run.ahead import Beside, Standby
@@ -38,8 +38,10 @@ KEY_FORMAT = 1
 CACHED_EXIT = ExitState(exit_code=0, timed_out=False, oom_killed=False, wall_s=0.0, logs="",
                         logs_truncated=False)
 
-Judge = Callable[[Planned, list[Shape], list[Case], Evidence, Evidence, Limits],
-                 tuple[list[ShapeResult], str]]
+# The worker's judge: hands the batch's judging over with what it reads (`keep`), returns the
+# entry's logs (grading/judging.py).
+Judge = Callable[[Planned, list[Shape], list[Case], Evidence, Evidence, Limits,
+                  contextlib.ExitStack], str]
 
 
 class References(Protocol):
@@ -74,7 +76,7 @@ def batch_key(suite: Suite, plan: Planned, cases: list[Case], setup: WorkerSetup
 
 def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
                  batch: Batch | None, base: Limits, beside: Beside | None,
-                 progress: Progress, judge: Judge) -> tuple[list[ShapeResult], str]:
+                 progress: Progress, judge: Judge) -> str:
     """Batch `k` of `plan` graded on the kept reference in `ref_dir`, running the entry's
     container only (in its EntryStandby when one was started ahead).
 
@@ -95,6 +97,9 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
         out = replace(out, result=out.result.model_copy(update={"phases_s": {}}))
     plan.started = plan.started or time.monotonic()
     progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
-    with cached_entry(setup, plan.image, plan.kernel, cases, ref_dir, limits,
-                      plan.sp.problem, standby=standby, beside=beside) as entry:
-        return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits)
+    with contextlib.ExitStack() as stack:
+        entry = stack.enter_context(cached_entry(setup, plan.image, plan.kernel, cases, ref_dir,
+                                                 limits, plan.sp.problem, standby=standby,
+                                                 beside=beside))
+        return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits,
+                     stack.pop_all())

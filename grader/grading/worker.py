@@ -16,12 +16,14 @@ starting its containers and setting up CUDA.
 Standbys are started `depth` at a time: a batch whose next batch has none starts the next
 `depth` batches' at once, and the ones after it start none and wait for none (with one at a
 time each batch waited for its standby's set-up; with two, every other batch does).
+
+A batch's judging runs on the worker's judging thread (judging.py) while the next batch
+starts; that batch's timed loops wait for it as they wait for the standbys (issue 32).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import contextlib
 import itertools
 import time
 import traceback
@@ -37,16 +39,18 @@ from grader.errors import InfraError
 from grader.formats.problem import Shape
 from grader.grading.checkpoint import Finished
 from grader.grading.config import Scheduling
+from grader.grading.judging import Judged, Judging, results
 from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Claim, Planned
 from grader.grading.progress import Progress
 from grader.grading.reuse import References, batch_key, grade_cached
+from grader.grading.seeds import derive_module_seed, derive_seed
 from grader.grading.selection import nothing_graded, select_shapes
 from grader.grading.settings import GradingSettings, Narrowing
 from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
-from grader.model.results import ProblemResult, ShapeResult
+from grader.model.results import ProblemResult
 from grader.model.runs import Case, Evidence
 from grader.run import plan as batching
 from grader.run.ahead import Beside, EntryStandby, Standby
@@ -57,29 +61,6 @@ from grader.run.sequential import entry_container, reference_container
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict, worst
-
-
-def derive_seed(secret: bytes, problem: str, shape: str, k: int) -> int:
-    """A per-case seed from the run's secret: unpredictable to entries, reproducible to us."""
-    digest = hmac.new(secret, f"{problem}/{shape}/{k}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
-
-
-def derive_module_seed(secret: bytes, case_seed: int) -> int:
-    """The seed a module problem's class is built under in both containers: from the case's
-    seed, keyed by the secret, so that an entry learns nothing of its input seed from it."""
-    digest = hmac.new(secret, f"module/{case_seed}".encode(), hashlib.sha256).digest()
-    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF
-
-
-def _unusable(ref: Evidence, shapes: list[Shape], cases: list[Case]
-              ) -> tuple[list[ShapeResult], str] | None:
-    """A batch's results when its reference run cannot be used (every shape reference_error or
-    infra_error, judge.reference_failure), with the logs to excerpt; None when it can."""
-    failure = reference_failure(ref, cases)
-    if failure is None:
-        return None
-    return whole_problem(shapes, *failure), ref.exit.logs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,10 +94,12 @@ class Worker:
         self.runtime_tag = runtime_tag
         # Problems taken from the claim ahead of their turn (for their batches' standbys).
         self.queued: deque[Planned | ProblemResult] = deque()
+        self.judging = Judging()  # made again by each grade(): closed when it returns
 
     def grade(self, claim: Claim, finished: Callable[[Finished], bool]) -> None:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
+        self.judging = Judging()
         try:
             while True:
                 cur = self.queued.popleft() if self.queued else self.open(claim())
@@ -134,12 +117,13 @@ class Worker:
                 if isinstance(plan, Planned):
                     plan.close()
             self.queued.clear()
+            self.judging.close()
 
     def _grade(self, cur: Planned, claim: Claim) -> ProblemResult:
         """Every batch of `cur`, each with the standbys it starts (_start_ahead)."""
         try:
             for k in range(len(cur.parts)):
-                self.grade_batch(cur, k, self._start_ahead(cur, k, claim))
+                self.grade_batch(cur, k, self._beside(cur, k, claim))
             return self.finish(cur)
         except Exception as exc:
             return self.failed(cur.sp, exc)
@@ -237,7 +221,15 @@ class Worker:
 
         return itertools.islice(batches(), self.depth)
 
-    def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
+    def _beside(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
+        """What batch `k` of `cur` waits for before its timed loops: the standbys it starts
+        (_start_ahead) and the judging of the batch before (judging.py)."""
+        started, pending = self._start_ahead(cur, k, claim), self.judging.pending()
+        if not started and not pending:
+            return None
+        return Beside(tuple(started), pending)
+
+    def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> list[Standby | EntryStandby]:
         """The standbys batch `k` of `cur` starts: none when the next batch has one already
         (started with an earlier batch, whose timed loops waited for it), else the next
         `depth` batches', in order, up to one that runs one container after the other or
@@ -259,66 +251,74 @@ class Worker:
                 self.ctx.progress(f"{plan.label(j)}: cannot start its containers ahead: {why}")
                 break
             started.append(plan.standbys[j])
-        return Beside(tuple(started)) if started else None
+        return started
 
     def grade_batch(self, plan: Planned, k: int, beside: Beside | None) -> None:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
-        it can, else one after the other. `beside`: the standbys started with it, idle before
-        any timed loop here starts. Adds to the plan's results, logs and phases."""
+        it can, else one after the other. `beside`: the standbys started with it and the
+        judging before it, idle before any timed loop here starts. Adds its judging to the
+        plan's (its results once done), its logs and phases."""
         if (kept := self._kept(plan, k, reuse=True)) is not None:  # a round's, computed once
-            results, plan.logs = grade_cached(
+            plan.logs = grade_cached(
                 self.setup, plan, k, kept, batch=self.batch(plan, k), base=self.ctx.entry_limits,
                 beside=beside, progress=self.ctx.progress, judge=self.judge)
-            plan.results += results
             return
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
         batch = self.batch(plan, k)
-        got = None
+        got: str | None = None  # the entry's logs, once the batch has run
         if batch is not None:
             self.ctx.progress(f"{label}: reference and entry ({len(cases)} cases)")
             standby = plan.standbys.pop(k, None)
             if isinstance(standby, EntryStandby):  # never: a cached batch stays cached
                 standby.close()
                 standby = None
-            with run_pair(self.setup, batch, standby=standby,
-                          beside=beside) as pair:
+            with contextlib.ExitStack() as stack:
+                pair = stack.enter_context(run_pair(self.setup, batch, standby=standby,
+                                                    beside=beside))
                 if pair.entry is not None:
                     if pair.entry_limits is not batch.entry_limits:
                         self.ctx.progress(
                             f"{label}: outputs larger than the problem counts; the entry ran "
                             "again after the reference, with caps to fit")
-                    got = _unusable(pair.reference, shapes, cases)
+                    got = self._unusable(plan, pair.reference, shapes, cases)
                     if got is None:
                         self._keep(plan, k, pair.ref_dir)
-                    got = got or self.judge(plan, shapes, cases, pair.reference, pair.entry,
-                                            pair.entry_limits)
+                        got = self.judge(plan, shapes, cases, pair.reference, pair.entry,
+                                         pair.entry_limits, stack.pop_all())
             if got is None:
                 self.ctx.progress(f"{label}: the reference failed beside the entry; again, one "
                                 "after the other")
-        if got is None:
-            got = self._one_after_the_other(plan, k, beside)
-        plan.results += got[0]
-        plan.logs = got[1]
+        plan.logs = got if got is not None else self._one_after_the_other(plan, k, beside)
 
-    def _one_after_the_other(self, plan: Planned, k: int, beside: Beside | None
-                             ) -> tuple[list[ShapeResult], str]:
+    def _unusable(self, plan: Planned, ref: Evidence, shapes: list[Shape], cases: list[Case]
+                  ) -> str | None:
+        """When the reference's run cannot be used (every shape reference_error or
+        infra_error, judge.reference_failure): its results added to the plan's, and the
+        reference's logs returned; None when it can."""
+        if (failure := reference_failure(ref, cases)) is None:
+            return None
+        plan.judged.append(Judged.now(whole_problem(shapes, *failure)))
+        return ref.exit.logs
+
+    def _one_after_the_other(self, plan: Planned, k: int, beside: Beside | None) -> str:
         if beside is not None:
             beside.settle()  # both containers here run timed loops
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
         problem = plan.sp.problem
         self.ctx.progress(f"{label}: reference ({len(cases)} cases)")
-        with reference_container(self.setup, plan.image, cases, self._reference_limits(plan, k),
-                           problem) as (ref, ref_dir):
-            if (unusable := _unusable(ref, shapes, cases)) is not None:
+        with contextlib.ExitStack() as stack:
+            ref, ref_dir = stack.enter_context(reference_container(
+                self.setup, plan.image, cases, self._reference_limits(plan, k), problem))
+            if (unusable := self._unusable(plan, ref, shapes, cases)) is not None:
                 return unusable
             self._keep(plan, k, ref_dir)
             limits = batching.entry_limits(self.ctx.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
-            with entry_container(self.setup, plan.image, plan.kernel, cases, ref_dir, limits,
-                           problem) as entry:
-                return self.judge(plan, shapes, cases, ref, entry, limits)
+            entry = stack.enter_context(entry_container(
+                self.setup, plan.image, plan.kernel, cases, ref_dir, limits, problem))
+            return self.judge(plan, shapes, cases, ref, entry, limits, stack.pop_all())
 
     def _key(self, plan: Planned, k: int) -> str:
         return batch_key(self.suite, plan, plan.part_cases(k), self.setup,
@@ -344,7 +344,9 @@ class Worker:
             self.ctx.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
-              entry: Evidence, limits: Limits) -> tuple[list[ShapeResult], str]:
+              entry: Evidence, limits: Limits, keep: contextlib.ExitStack) -> str:
+        """The batch's judging handed to the judging thread (judging.py), `keep` (its folders)
+        closed once it is done; returns the entry's logs."""
         ctx = self.ctx
         assert ref.out.result is not None  # _unusable said so
         plan.device_name = plan.device_name or ref.out.result.device_name
@@ -355,18 +357,20 @@ class Worker:
                           **harness_phases("entry", entry),
                           **({"entry_import": ready.import_s}
                              if ready and ready.import_s is not None else {})})
-        t0 = time.monotonic()
-        results = judge_problem(problem=plan.sp.problem, shapes=shapes, cases=cases,
-                                reference=ref, entry=entry, static=plan.static,
-                                own_kernels=ctx.detector.own_kernels(plan.source),
-                                tracer=ctx.detector, max_output_bytes=limits.output_bytes,
-                                interpreter=self.setup.device == "cpu", source=plan.source,
-                                plans=timed_plans(self.setup.timing, cases, plan.kernel))
-        add(plan.phases, {"judge": time.monotonic() - t0})  # the host's own comparing
-        return results, entry.exit.logs
+        own = ctx.detector.own_kernels(plan.source)
+        plans = timed_plans(self.setup.timing, cases, plan.kernel)
+        plan.judged.append(self.judging.submit(lambda: judge_problem(
+            problem=plan.sp.problem, shapes=shapes, cases=cases, reference=ref, entry=entry,
+            static=plan.static, own_kernels=own, tracer=ctx.detector,
+            max_output_bytes=limits.output_bytes, interpreter=self.setup.device == "cpu",
+            source=plan.source, plans=plans), keep))
+        return entry.exit.logs
 
     def finish(self, plan: Planned) -> ProblemResult:
         sp = plan.sp
+        got, judge_s = results(plan.judged, self.judging)
+        plan.results += got
+        add(plan.phases, {"judge": judge_s})  # the host's own comparing, beside the GPU's work
         if not plan.results:
             return nothing_graded(sp, self.ctx.settings, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])

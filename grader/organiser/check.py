@@ -149,7 +149,7 @@ class Runner:
 
     def batches(self, sp: SuiteProblem, shapes: list[Shape]) -> Iterator[list[Case]]:
         """The cases of `shapes` in batches whose inputs fit the budget (run/plan.py)."""
-        from grader.grading.worker import derive_module_seed, derive_seed
+        from grader.grading.seeds import derive_module_seed, derive_seed
         from grader.model.runs import Case
         from grader.run import plan
 

@@ -2,7 +2,7 @@
 
 A round grades many entries against one suite under one secret, so every entry gets the
 same cases (the seeds derive from the secret, the problem, the shape and the case number:
-worker.derive_seed) and the same reference outputs. The first entry to reach a batch runs
+grading.seeds.derive_seed) and the same reference outputs. The first entry to reach a batch runs
 its reference as `grader run` does; the folder the reference wrote (`<case>.ref`, the
 problem's public recipe, its result with the case checks and, on a GPU, its timings) is then
 copied here, whole, under a key of everything its content depends on

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.harness.protocol import GATE_FILE, GO_FILE, START_FILE
 from grader.model.channel import read_frames
@@ -163,17 +165,22 @@ class EntryStandby(_Gated):
 
 @dataclass(frozen=True)
 class Beside:
-    """The standbys started with a batch (the next batches', worker.Worker.depth of them):
-    its timed loops wait until every one of them is idle."""
+    """What runs beside a batch until its timed loops may start: the standbys started with
+    it (the next batches', worker.Worker.depth of them), idle once each is at its gate, and
+    `after`, the host's judging of the batch before (grading/judging.py, issue 32), idle once
+    done."""
 
-    standbys: tuple[Standby | EntryStandby, ...]
+    standbys: tuple[Standby | EntryStandby, ...] = ()
+    after: tuple[Future[Any], ...] = ()
 
     def idle(self) -> bool:
-        return all([s.idle() for s in self.standbys])  # each polled: one too slow is dropped
+        # each standby polled: one too slow is dropped
+        return all([s.idle() for s in self.standbys]) and all(f.done() for f in self.after)
 
     def settle(self) -> None:
         for s in self.standbys:
             s.settle()
+        wait(self.after)
 
 
 def still_held(beside: Beside, ent: Container, in_dir: Path, step: float) -> bool:

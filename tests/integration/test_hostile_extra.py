@@ -154,7 +154,7 @@ def test_no_secret_reaches_the_entry(engine, runtime, tmp_path: Path) -> None:  
     grader = Grader(cfg, engine, Detector(policy=load_policy(cfg.settings.policy)),
                     lambda _m: None)
     report = grader.open_and_grade()
-    from grader.grading.grader import derive_seed
+    from grader.grading.seeds import derive_seed
 
     seeds = [str(derive_seed(secret, "vector_add", s.id, k))
              for s in report.problems[0].shapes for k in range(2)]

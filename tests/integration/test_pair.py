@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from grader.grading.grader import derive_seed
+from grader.grading.seeds import derive_seed
 from grader.harness.protocol import CASES_FILE, RECIPE_FILE
 from grader.images import ensure, problem_plan
 from grader.model.runs import Case

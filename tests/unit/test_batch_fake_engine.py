@@ -6,6 +6,9 @@ engine."""
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -421,3 +424,29 @@ def test_the_wall_clock_starts_when_the_harness_is_set_up(tmp_path: Path, proble
     assert hung.verdict is Verdict.TIMEOUT
     ent = engine.of(Role.ENTRY)[0]
     assert ent.poll() is not None and ent.poll().wall_s < 5.0  # killed at its limit after arming
+
+
+def test_timed_loops_wait_for_the_judging_before(tmp_path: Path, problem: Problem) -> None:
+    """Issue 32: the batch before is judged on the host beside this batch's warm-up and traced
+    calls, never beside a timed loop: both timed loops wait for its judging (Beside.after)."""
+    engine = _engine()
+    setup = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    judging: Future[None] = Future()
+
+    def judge_once_traced() -> None:  # the judging ends only after the entry has traced
+        while "entry: traced" not in engine.events:
+            time.sleep(0.001)
+        time.sleep(0.05)
+        engine.events.append("judged")
+        judging.set_result(None)
+
+    judge = threading.Thread(target=judge_once_traced, daemon=True)
+    judge.start()
+    _pair_result, results = _pair(setup, batch, problem, beside=Beside(after=(judging,)))
+    judge.join(timeout=30)
+    ev = engine.events
+    assert ev.index("entry: traced") < ev.index("judged") < ev.index("entry: timed")
+    assert ev.index("judged") < ev.index("reference: go")
+    assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
+    assert engine.left() == []

@@ -25,7 +25,7 @@ from grader.detect.static import analyze
 from grader.errors import ProblemError
 from grader.formats._base import parse_toml
 from grader.formats.problem import Problem
-from grader.grading.grader import derive_module_seed, derive_seed
+from grader.grading.seeds import derive_module_seed, derive_seed
 from grader.harness import tensors
 from grader.harness.modules import as_function, build_module, find_class
 from grader.harness.protocol import RECIPE_DIR, RECIPE_FILE

@@ -1,0 +1,105 @@
+"""A worker's judging, beside the GPU's next work (issue 32).
+
+Judging a batch (comparing its outputs, reading its record and timings: 0.3-7 s a batch on
+the H200, 13-18 s of an entry of the llm-inference suite) used to run after the batch's
+containers had exited and before the next batch's turn, so the GPU idled while the host
+compared. Now the worker hands each batch's judging to one thread of its own and goes on to
+the next batch at once; that batch's warm-up, correctness and traced calls run beside the
+judging, and its timed loops (the reference's and the entry's) wait until it is done, as they
+wait for the standbys' imports (run.ahead.Beside.after): a timed loop never shares the host
+with judging.
+
+The batch's folders (the reference's expected outputs, the entry's outputs) stay until its
+judging is done: its contexts are handed over whole (an ExitStack) and closed here, on the
+worker's own thread, once the judging has finished (`reap`), so that only one thread ever
+talks to the container engine. The judgings run one at a time, in the order they were
+handed over, and a problem's results are taken in its batches' order (`results`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from grader.model.results import ShapeResult
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A batch's judging: its results, once done, and the seconds the judging took."""
+
+    future: Future[tuple[list[ShapeResult], float]]
+
+    @staticmethod
+    def now(results: list[ShapeResult]) -> Judged:
+        """Results known without judging (a reference that cannot be used)."""
+        done: Future[tuple[list[ShapeResult], float]] = Future()
+        done.set_result((results, 0.0))
+        return Judged(done)
+
+
+class Judging:
+    """One worker's judging thread, and the batches' contexts it keeps until their judging
+    is done."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
+        self._kept: list[tuple[Future[tuple[list[ShapeResult], float]],
+                               contextlib.ExitStack]] = []
+        self.last: Future[tuple[list[ShapeResult], float]] | None = None
+
+    def submit(self, work: Callable[[], list[ShapeResult]],
+               keep: contextlib.ExitStack) -> Judged:
+        """Run `work` on the judging thread; `keep` (what it reads: the batch's folders and
+        containers) is closed once it has finished."""
+        def timed() -> tuple[list[ShapeResult], float]:
+            t0 = time.monotonic()
+            return work(), time.monotonic() - t0
+
+        try:
+            future = self._pool.submit(timed)
+        except BaseException:
+            keep.close()
+            raise
+        self._kept.append((future, keep))
+        self.last = future
+        return Judged(future)
+
+    def pending(self) -> tuple[Future[tuple[list[ShapeResult], float]], ...]:
+        """The judging not done yet (the next batch's timed loops wait for it)."""
+        self.reap()
+        return (self.last,) if self.last is not None and not self.last.done() else ()
+
+    def reap(self) -> None:
+        """Close what finished judgings kept (on the worker's thread)."""
+        done = [(f, keep) for f, keep in self._kept if f.done()]
+        self._kept = [(f, keep) for f, keep in self._kept if not f.done()]
+        for _f, keep in done:
+            keep.close()
+
+    def close(self) -> None:
+        """Wait for every judging and close what each kept."""
+        try:
+            self._pool.shutdown(wait=True)
+        finally:
+            for _f, keep in self._kept:
+                keep.close()
+            self._kept.clear()
+
+
+def results(judged: list[Judged], judging: Judging) -> tuple[list[ShapeResult], float]:
+    """A problem's results in its batches' order, waiting for each batch's judging, and the
+    seconds its judging took; a judging that failed raises here, on the worker's thread."""
+    out: list[ShapeResult] = []
+    seconds = 0.0
+    try:
+        for j in judged:
+            got, s = j.future.result()
+            out += got
+            seconds += s
+    finally:
+        judging.reap()
+    return out, seconds
