@@ -255,9 +255,8 @@ class Worker:
 
     def grade_batch(self, plan: Planned, k: int, beside: Beside | None) -> None:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
-        it can, else one after the other. `beside`: the standbys started with it and the
-        judging before it, idle before any timed loop here starts. Adds its judging to the
-        plan's (its results once done), its logs and phases."""
+        it can, else one after the other. `beside`: what its timed loops wait for. Adds its
+        judging (its results once done), its logs and phases to the plan."""
         if (kept := self._kept(plan, k, reuse=True)) is not None:  # a round's, computed once
             plan.logs = grade_cached(
                 self.setup, plan, k, kept, batch=self.batch(plan, k), base=self.ctx.entry_limits,
@@ -293,9 +292,8 @@ class Worker:
 
     def _unusable(self, plan: Planned, ref: Evidence, shapes: list[Shape], cases: list[Case]
                   ) -> str | None:
-        """When the reference's run cannot be used (every shape reference_error or
-        infra_error, judge.reference_failure): its results added to the plan's, and the
-        reference's logs returned; None when it can."""
+        """A reference run that cannot be used (judge.reference_failure): its results added to
+        the plan's, its logs returned; None when it can."""
         if (failure := reference_failure(ref, cases)) is None:
             return None
         plan.judged.append(Judged.now(whole_problem(shapes, *failure)))
@@ -345,8 +343,8 @@ class Worker:
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
               entry: Evidence, limits: Limits, keep: contextlib.ExitStack) -> str:
-        """The batch's judging handed to the judging thread (judging.py), `keep` (its folders)
-        closed once it is done; returns the entry's logs."""
+        """The batch's judging handed to the judging thread (judging.py) with `keep` (what
+        it reads); returns the entry's logs."""
         ctx = self.ctx
         assert ref.out.result is not None  # _unusable said so
         plan.device_name = plan.device_name or ref.out.result.device_name
