@@ -48,6 +48,14 @@ _COPY = re.compile(r"^(?:Memcpy|Memset)\b")
 # and was a fallback for it).
 _TORCH_COPY = re.compile(_VOID + r"at::native::(?:vectorized_|unrolled_)?elementwise_kernel<"
                          r"[^>]*?(?:direct_copy_kernel_cuda|\w+_copy_kernel_cuda|copy_kernel_impl)")
+# PyTorch's fill kernels: what zeros(), full(), fill_() and zero_() launch on the device. The
+# policy allows fills (its "fills" group) and says their time counts neither for nor against
+# the share, as a Memset's; on a tiny shape a per-call zero-fill takes as long as the kernel
+# (a held-out look-alike on the H200, 2026-12-05: an honest matmul that zero-filled a one-value
+# buffer per call was a fallback on its 64x48x80 shape). A fill writes a constant: no work of
+# the problem can hide in it.
+_TORCH_FILL = re.compile(_VOID + r"at::native::(?:vectorized_|unrolled_)?elementwise_kernel<"
+                         r"[^>]*?FillFunctor<")
 _HOST_COPY = re.compile(r"^Memcpy (?:HtoD|DtoH|HtoH)\b|^Memcpy .*(?:Pageable|Pinned|Host)")
 
 # Inductor names its kernels triton_<category[:3]>_<fused ops>_<n> (poi, red, per, tem, for,
@@ -111,7 +119,7 @@ def classify(
     name = name.strip()
     if _HOST_COPY.match(name):
         return KernelKind.HOST_COPY
-    if _COPY.match(name) or _TORCH_COPY.match(name):
+    if _COPY.match(name) or _TORCH_COPY.match(name) or _TORCH_FILL.match(name):
         return KernelKind.COPY
     if _INDUCTOR.match(name):
         return KernelKind.OTHER_TRITON

@@ -150,3 +150,33 @@ def test_dsl_share_without_device_time_is_none() -> None:
     assert dsl_share([("k", "own_triton", 0.0)]) is None
     assert dsl_share([("k", "own_triton", math.nan), ("k", "own_triton", math.inf)]) is None
     assert dsl_share([("k", "own_triton", 5.0), ("v", "vendor", -5.0)]) == 1.0
+
+
+@pytest.mark.parametrize("name", [
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+    "void at::native::unrolled_elementwise_kernel<at::native::FillFunctor<c10::BFloat16>, "
+    "std::array<char*, 1ul>, 4, TrivialOffsetCalculator<0, unsigned int>, "
+    "TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast, "
+    "at::native::memory::StoreWithoutCast>(int, at::native::FillFunctor<c10::BFloat16>, "
+    "std::array<char*, 1ul>, TrivialOffsetCalculator<0, unsigned int>, "
+    "TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast, "
+    "at::native::memory::StoreWithoutCast)",
+    "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+    "at::native::FillFunctor<float> >(at::TensorIteratorBase&, at::native::FillFunctor<float> "
+    "const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::"
+    "FillFunctor<float> >(at::TensorIteratorBase&, at::native::FillFunctor<float> "
+    "const&)::{lambda(int)#1})",
+])
+def test_pytorch_fills_are_copies_not_torch_work(name: str) -> None:
+    """zeros()/fill_() on the device: allowed by the policy, out of the share like a Memset."""
+    assert classify(name, OWN) is K.COPY
+    own = [("my_add_kernel", str(K.OWN_TRITON), 3.0), (name, str(K.COPY), 2.0)]
+    assert dsl_share(own) == pytest.approx(0.6)  # counted in the total, as copies are
+
+
+def test_an_elementwise_kernel_that_computes_is_torch_work() -> None:
+    name = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<"
+            "float>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, "
+            "std::array<char*, 3ul>)")
+    assert classify(name, OWN) is K.TORCH_NATIVE
