@@ -75,22 +75,21 @@ def batch_key(suite: Suite, plan: Planned, cases: list[Case], setup: WorkerSetup
 
 
 def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
-                 batch: Batch | None, base: Limits, beside: Beside | None,
+                 batch: Batch, counted: bool, beside: Beside | None,
                  progress: Progress, judge: Judge) -> str:
-    """Batch `k` of `plan` graded on the kept reference in `ref_dir`, running the entry's
-    container only (in its EntryStandby when one was started ahead).
+    """`batch`, batch `k` of `plan`, graded on the kept reference in `ref_dir`, running the
+    entry's container only (in its EntryStandby when one was started ahead).
 
-    The entry's limits are those `grader run` would give it: from the problem's count
-    (`batch`, None when the batch runs one container after the other; `base` the
-    configured ones), raised when the reference's outputs need more, as run_pair does."""
+    The entry's limits are those `grader run` would give it: the batch's (from the
+    problem's count where `counted`, else the configured ones), raised when the reference's
+    outputs need more, as run_pair does."""
     cases, shapes = plan.part_cases(k), plan.parts[k]
     standby = plan.standbys.pop(k, None)
     if isinstance(standby, Standby):  # started before the round had kept this batch
         standby.close()
         standby = None
-    limits = batching.entry_limits(batch.entry_limits if batch is not None else base, ref_dir,
-                                   [c.id for c in cases])
-    if batch is not None and limits.output_bytes <= batch.entry_limits.output_bytes:
+    limits = batching.entry_limits(batch.entry_limits, ref_dir, [c.id for c in cases])
+    if counted and limits.output_bytes <= batch.entry_limits.output_bytes:
         limits = batch.entry_limits
     out = read_out_dir(ref_dir)
     if out.result is not None:  # the reference's own phases were counted where it ran
@@ -98,8 +97,8 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
     plan.started = plan.started or time.monotonic()
     progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
     with contextlib.ExitStack() as stack:
-        entry = stack.enter_context(cached_entry(setup, plan.image, plan.kernel, cases, ref_dir,
-                                                 limits, plan.sp.problem, standby=standby,
-                                                 beside=beside))
+        entry = stack.enter_context(cached_entry(
+            setup, replace(batch, entry_limits=limits), ref_dir, standby=standby,
+            beside=beside))
         return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits,
                      stack.pop_all())

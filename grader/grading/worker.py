@@ -6,16 +6,11 @@ or the first ones of the next problems it takes) as standbys (run.ahead.Standby)
 their cold `import torch` (the entry's, on a GPU, its CUDA and profiler set-up too) and wait at
 their gates. The running batch's timed loops wait until those standbys are idle there, so that
 a timed loop never shares the host with more than a sleeping poll, and no entry code runs
-before its own batch's turn. The imports and set-up, a container's largest fixed cost (8-10 s
-for the entry's on the H200 host, 2026-12-02), then fall outside the critical path of every
-batch but the worker's first. A batch whose reference a round has computed already starts its
-entry's container alone (run.ahead.EntryStandby); before, such batches started cold, and on
-the H200 (2026-12-03) a later entry of a round spent 24.4 s of its 76.4 s on three problems
-starting its containers and setting up CUDA.
-
-Standbys are started `depth` at a time: a batch whose next batch has none starts the next
-`depth` batches' at once, and the ones after it start none and wait for none (with one at a
-time each batch waited for its standby's set-up; with two, every other batch does).
+before its own batch's turn. The set-up, a container's largest fixed cost (8-10 s for the
+entry's on the H200, 2026-12-02), then falls outside the critical path of every batch but the
+worker's first. A batch whose reference a round has computed already starts its entry's
+container alone (run.ahead.EntryStandby). Standbys are started `depth` at a time: a batch
+whose next batch has none starts the next `depth` batches' at once.
 
 A batch's judging runs on the worker's judging thread (judging.py) while the next batch
 starts; that batch's timed loops wait for it as they wait for the standbys (issue 32).
@@ -180,10 +175,9 @@ class Worker:
                        per_shape=per_shape, parts=parts, phases=phases)
 
     def batch(self, plan: Planned, k: int) -> Batch | None:
-        """Batch `k` of `plan` for run_pair, or None when it runs one container after the
-        other (--sequential, or a problem that does not count its bytes, so that the entry's
-        caps are not known before the reference has run). Made once: its standby and its run
-        share it."""
+        """Batch `k` of `plan` for run_pair (made once: its standby and its run share it), or
+        None when it runs one container after the other (--sequential, or a problem that does
+        not count its bytes: the entry's caps wait for the reference's outputs)."""
         if k not in plan.batches:
             problem, shapes, ctx = plan.sp.problem, plan.parts[k], self.ctx
             plan.batches[k] = None
@@ -195,6 +189,12 @@ class Worker:
                         ctx.entry_limits, problem, shapes, plan.per_shape,
                         timed=sum(1 for c in plan.part_cases(k) if c.timing)))
         return plan.batches[k]
+
+    def _plain_batch(self, plan: Planned, k: int) -> Batch:
+        """Batch `k` under the configured entry limits (one container after the other)."""
+        return Batch(image=plan.image, kernel_file=plan.kernel, cases=plan.part_cases(k),
+                     ref_limits=self._reference_limits(plan, k), problem=plan.sp.problem,
+                     entry_limits=self.ctx.entry_limits)
 
     def _reference_limits(self, plan: Planned, k: int) -> Limits:
         return batching.reference_limits(self.ctx.reference_limits, plan.sp.problem,
@@ -222,8 +222,7 @@ class Worker:
         return itertools.islice(batches(), self.depth)
 
     def _beside(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
-        """What batch `k` of `cur` waits for before its timed loops: the standbys it starts
-        (_start_ahead) and the judging of the batch before (judging.py)."""
+        """What batch `k`'s timed loops wait for: its standbys and the judging before it."""
         started, pending = self._start_ahead(cur, k, claim), self.judging.pending()
         if not started and not pending:
             return None
@@ -258,9 +257,11 @@ class Worker:
         it can, else one after the other. `beside`: what its timed loops wait for. Adds its
         judging (its results once done), its logs and phases to the plan."""
         if (kept := self._kept(plan, k, reuse=True)) is not None:  # a round's, computed once
+            counted = self.batch(plan, k)
             plan.logs = grade_cached(
-                self.setup, plan, k, kept, batch=self.batch(plan, k), base=self.ctx.entry_limits,
-                beside=beside, progress=self.ctx.progress, judge=self.judge)
+                self.setup, plan, k, kept, batch=counted or self._plain_batch(plan, k),
+                counted=counted is not None, beside=beside, progress=self.ctx.progress,
+                judge=self.judge)
             return
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
@@ -303,11 +304,10 @@ class Worker:
         if beside is not None:
             beside.settle()  # both containers here run timed loops
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
-        problem = plan.sp.problem
+        batch = self._plain_batch(plan, k)
         self.ctx.progress(f"{label}: reference ({len(cases)} cases)")
         with contextlib.ExitStack() as stack:
-            ref, ref_dir = stack.enter_context(reference_container(
-                self.setup, plan.image, cases, self._reference_limits(plan, k), problem))
+            ref, ref_dir = stack.enter_context(reference_container(self.setup, batch))
             if (unusable := self._unusable(plan, ref, shapes, cases)) is not None:
                 return unusable
             self._keep(plan, k, ref_dir)
@@ -315,7 +315,7 @@ class Worker:
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
             entry = stack.enter_context(entry_container(
-                self.setup, plan.image, plan.kernel, cases, ref_dir, limits, problem))
+                self.setup, replace(batch, entry_limits=limits), ref_dir))
             return self.judge(plan, shapes, cases, ref, entry, limits, stack.pop_all())
 
     def _key(self, plan: Planned, k: int) -> str:

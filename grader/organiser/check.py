@@ -180,15 +180,15 @@ class Runner:
     def _batch(self, sp: SuiteProblem, image: str, cases: list[Case]) -> list[ShapeCheck]:
         from grader.judge.problem import reference_failure
         from grader.run import plan
-        from grader.run.sequential import reference_container
+        from grader.run.sequential import reference_run
 
         shapes = list({c.shape.id: c.shape for c in cases}.values())
         per_shape = {s.id: self.seeds for s in shapes}
         limits = plan.reference_limits(self.limits, sp.problem, shapes, per_shape)
         setup, problem = self.sandbox, sp.problem
-        with reference_container(setup, image, cases, limits, problem, digests=True) as (
-                first, _), reference_container(setup, image, cases, limits, problem,
-                                               digests=True) as (second, _):
+        with reference_run(setup, image, cases, limits, problem, digests=True) as (
+                first, _), reference_run(setup, image, cases, limits, problem,
+                                         digests=True) as (second, _):
             for run in (first, second):
                 failure = reference_failure(run, cases)
                 if failure is not None:

@@ -9,42 +9,36 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from grader.formats.problem import Problem
-from grader.model.runs import Case, Evidence
+from grader.model.runs import Evidence
 from grader.run.ahead import Beside, EntryStandby
-from grader.run.batch import entry_run
-from grader.run.jobs import (
-    WorkerSetup,
-)
+from grader.run.batch import Batch, entry_run
+from grader.run.jobs import WorkerSetup
 from grader.run.sequential import EntryRun, entry_container
-from grader.sandbox.spec import Limits
 
 
 @contextmanager
-def cached_entry(setup: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
-                 ref_out: Path, limits: Limits, problem: Problem | None = None, *,
-                 standby: EntryStandby | None, beside: Beside | None
-                 ) -> Iterator[Evidence]:
-    """Run the entry on a reference computed earlier (a round's cache, grader/round/): in
-    its standby, started ahead of its turn, when there is one still usable and started under
-    these limits, else in a container of its own (entry_container). `beside`: the next
-    batches' standbys; the entry's timed loops wait until they are idle (as run_pair's do),
-    its warm-up and traced calls run beside their imports."""
+def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
+                 standby: EntryStandby | None, beside: Beside | None) -> Iterator[Evidence]:
+    """Run the batch's entry on a reference computed earlier (a round's cache,
+    grader/round/): in its standby, started ahead of its turn, when there is one still
+    usable and started under the batch's entry limits, else in a container of its own
+    (entry_container). `beside`: what its timed loops wait for (as run_pair's do); its
+    warm-up and traced calls run beside it."""
     with contextlib.ExitStack() as stack:
         if standby is not None:
             stack.callback(standby.close)
             standby.settle()
-            if not standby.usable() or standby.batch.entry_limits != limits:
+            if not standby.usable() or standby.batch.entry_limits != batch.entry_limits:
                 standby.close()
                 standby = None
         if standby is None:
             if beside is not None:
                 beside.settle()  # no timed loop beside a standby's imports
-            with entry_container(setup, image, kernel_file, cases, ref_out, limits,
-                                 problem) as run:
+            with entry_container(setup, batch, ref_out) as run:
                 yield run
             return
         standby.release()
-        exit_state = EntryRun(setup=setup, ent=standby.ent, in_dir=standby.ent_in, cases=cases,
-                               problem=problem, ref_out=ref_out, beside=beside).wait()
+        exit_state = EntryRun(setup=setup, ent=standby.ent, in_dir=standby.ent_in,
+                              cases=batch.cases, problem=batch.problem, ref_out=ref_out,
+                              beside=beside).wait()
         yield entry_run(exit_state, standby.ent_out)

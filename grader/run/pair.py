@@ -8,7 +8,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.harness.protocol import CASES_FILE, GO_FILE, RESULT_FILE
@@ -197,8 +197,8 @@ class _PairRun:
         if self.outgrown is not None:
             if self.beside is not None:
                 self.beside.settle()
-            with entry_container(self.setup, batch.image, batch.kernel_file, batch.cases,
-                                 st.ref_out, self.outgrown, batch.problem) as entry:
+            with entry_container(self.setup, replace(batch, entry_limits=self.outgrown),
+                                 st.ref_out) as entry:
                 yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
                            entry_limits=self.outgrown)
             return

@@ -1,10 +1,12 @@
 """A batch one container after the other: the reference (reference_container), then the entry
 on its outputs (entry_container); and an entry's container run on a reference that is there
-already (EntryRun, which cached.py shares).
+already (EntryRun, which cached.py shares). Each takes the batch whole (issue 32);
+reference_run is a reference container on cases that make no batch (suite check's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +17,7 @@ from grader.formats.problem import Problem
 from grader.model.evidence import read_out_dir
 from grader.model.runs import Case, Evidence, ExitState
 from grader.run.ahead import Beside, still_held
-from grader.run.batch import arm, entry_run, is_ready
+from grader.run.batch import Batch, arm, entry_run, is_ready
 from grader.run.jobs import (
     WorkerSetup,
     container_spec,
@@ -32,13 +34,20 @@ from grader.sandbox.engine import Container
 from grader.sandbox.spec import Limits, Role
 
 
+def reference_container(setup: WorkerSetup, batch: Batch
+                        ) -> contextlib.AbstractContextManager[tuple[Evidence, Path]]:
+    """Run the batch's reference; yields the run and its output folder (alive inside the
+    block)."""
+    return reference_run(setup, batch.image, batch.cases, batch.ref_limits, batch.problem)
+
+
 @contextmanager
-def reference_container(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
-                        problem: Problem | None = None, *, digests: bool = False
-                        ) -> Iterator[tuple[Evidence, Path]]:
-    """Run the reference; yields the run and its output folder (alive inside the block).
-    `problem` says how to call it (None: a function-style problem); `digests`: its case
-    records carry the sha256 of each case's inputs (jobs.reference_job)."""
+def reference_run(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+                  problem: Problem | None = None, *, digests: bool = False
+                  ) -> Iterator[tuple[Evidence, Path]]:
+    """Run a reference on `cases`; yields the run and its output folder (alive inside the
+    block). `problem` says how to call it (None: a function-style problem); `digests`: its
+    case records carry the sha256 of each case's inputs (jobs.reference_job)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
         write_job(in_dir, reference_job(setup, cases, problem, digests=digests))
         spec = container_spec(setup, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
@@ -47,16 +56,16 @@ def reference_container(setup: WorkerSetup, image: str, cases: list[Case], limit
 
 
 @contextmanager
-def entry_container(setup: WorkerSetup, image: str, kernel_file: Path, cases: list[Case],
-                    ref_out: Path, limits: Limits, problem: Problem | None = None
-                    ) -> Iterator[Evidence]:
-    """Run the entry on the reference's inputs (linked in only once the entry is imported);
-    yields the run while its output folder is still there to read."""
-    with capped_dir(limits.output_bytes) as out_dir, entry_in(kernel_file) as in_dir:
-        spec = entry_spec(setup, image, in_dir, out_dir, limits, problem)
+def entry_container(setup: WorkerSetup, batch: Batch, ref_out: Path) -> Iterator[Evidence]:
+    """Run the batch's entry under `batch.entry_limits` on the reference in `ref_out` (its
+    job placed only once the entry is imported); yields the run while its output folder is
+    still there to read."""
+    limits = batch.entry_limits
+    with capped_dir(limits.output_bytes) as out_dir, entry_in(batch.kernel_file) as in_dir:
+        spec = entry_spec(setup, batch.image, in_dir, out_dir, limits, batch.problem)
         with setup.engine.start(spec) as running:
-            exit_state = EntryRun(setup=setup, ent=running, in_dir=in_dir, cases=cases,
-                                   problem=problem, ref_out=ref_out, beside=None).wait()
+            exit_state = EntryRun(setup=setup, ent=running, in_dir=in_dir, cases=batch.cases,
+                                  problem=batch.problem, ref_out=ref_out, beside=None).wait()
         yield entry_run(exit_state, out_dir)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -220,12 +221,10 @@ def test_one_container_after_the_other(tmp_path: Path, problem: Problem) -> None
     engine = _engine()
     setup = _sandbox(engine)
     batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
-    with reference_container(setup, batch.image, batch.cases, batch.ref_limits,
-                             problem) as (ref, ref_dir):
+    with reference_container(setup, batch) as (ref, ref_dir):
         assert engine.left() == []  # the reference exited and was removed
         limits = plan.entry_limits(Limits(), ref_dir, [c.id for c in batch.cases])
-        with entry_container(setup, batch.image, batch.kernel_file, batch.cases, ref_dir, limits,
-                       problem) as ent:
+        with entry_container(setup, replace(batch, entry_limits=limits), ref_dir) as ent:
             got = _judge(problem, batch, ref, ent, limits)
     assert engine.of(Role.ENTRY)[0].seen_at_import == [CODE]
     assert engine.of(Role.ENTRY)[0].spec.limits == limits
@@ -352,14 +351,11 @@ def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
     batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
     (tmp_path / "next").mkdir()
     later = _batch(tmp_path / "next", problem, setup, problem.shapes[:1])  # the same cases
-    with reference_container(setup, batch.image, batch.cases, batch.ref_limits,
-                             problem) as (ref, ref_dir):
+    with reference_container(setup, batch) as (ref, ref_dir):
         own = EntryStandby(setup, batch)
         ahead = EntryStandby(setup, later)
         assert [(c.role, c.gated) for c in engine.started[1:]] == [(Role.ENTRY, True)] * 2
-        with cached_entry(setup, batch.image, batch.kernel_file, batch.cases, ref_dir,
-                          batch.entry_limits, problem, standby=own,
-                          beside=Beside((ahead,))) as ent:
+        with cached_entry(setup, batch, ref_dir, standby=own, beside=Beside((ahead,))) as ent:
             got = _judge(problem, batch, ref, ent, batch.entry_limits)
         assert [r.verdict for r in got] == [Verdict.PASSED]
         assert len(engine.started) == 3  # no container of its own: the standby's ran it
@@ -369,8 +365,7 @@ def test_a_cached_batch_runs_in_its_entry_standby_held_beside_the_next(
         assert last_gate < ev.index("entry: timed")  # held while the next one imported
         assert "entry: traced" in ev
         assert ahead.usable() and [p.name for p in ahead.ent_in.iterdir()] == [CODE]
-        with cached_entry(setup, later.image, later.kernel_file, later.cases, ref_dir,
-                          later.entry_limits, problem, standby=ahead, beside=None) as ent:
+        with cached_entry(setup, later, ref_dir, standby=ahead, beside=None) as ent:
             got = _judge(problem, later, ref, ent, later.entry_limits)
         assert [r.verdict for r in got] == [Verdict.PASSED]
         assert len(engine.started) == 3
@@ -385,13 +380,12 @@ def test_a_cached_batch_whose_outputs_need_larger_caps_starts_afresh(
     setup = _sandbox(engine)
     batch = _batch(tmp_path, problem, setup, problem.shapes[:1], entry_limits=Limits(
         output_bytes=4096))
-    with reference_container(setup, batch.image, batch.cases, batch.ref_limits,
-                             problem) as (ref, ref_dir):
+    with reference_container(setup, batch) as (ref, ref_dir):
         standby = EntryStandby(setup, batch)
         needed = plan.entry_limits(batch.entry_limits, ref_dir, [c.id for c in batch.cases])
         assert needed.output_bytes > batch.entry_limits.output_bytes
-        with cached_entry(setup, batch.image, batch.kernel_file, batch.cases, ref_dir, needed,
-                          problem, standby=standby, beside=None) as ent:
+        with cached_entry(setup, replace(batch, entry_limits=needed), ref_dir, standby=standby,
+                          beside=None) as ent:
             got = _judge(problem, batch, ref, ent, needed)
     assert [r.verdict for r in got] == [Verdict.PASSED]
     first, fresh = engine.of(Role.ENTRY)
