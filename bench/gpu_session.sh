@@ -139,9 +139,12 @@ for step in "${steps[@]}"; do
     tests|tests:*) sel=(); [ "$step" != tests ] && sel=(-k "${step#tests:}")
                    left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
                    if [ "$left" -lt 30 ]; then echo "$step: skipped, ${left} s left"; continue; fi
+                   # appended: several tests steps in one call keep every one's output
+                   echo "== $step" >>"$OUT/pytest-gpu.txt"
                    timeout "$left" python3 -m pytest -q -p no:cacheprovider --run-docker \
-                     --run-gpu tests/gpu "${sel[@]}" >"$OUT/pytest-gpu.txt" 2>&1
-                   tail -n 15 "$OUT/pytest-gpu.txt" ;;
+                     --run-gpu tests/gpu "${sel[@]}" >"$OUT/pytest-step.txt" 2>&1
+                   cat "$OUT/pytest-step.txt" >>"$OUT/pytest-gpu.txt"
+                   tail -n 15 "$OUT/pytest-step.txt"; rm -f "$OUT/pytest-step.txt" ;;
     import:*) kind=${step#import:}
               mkdir -p /tmp/suites && rm -rf "/tmp/suites/$kind-fixture"
               python3 -m grader import "$kind" "tests/fixtures/import/$kind" \
