@@ -343,20 +343,21 @@ class Worker:
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
               entry: Evidence, limits: Limits, keep: contextlib.ExitStack) -> str:
-        """The batch's judging handed to the judging thread (judging.py) with `keep` (what
-        it reads); returns the entry's logs."""
-        ctx = self.ctx
-        assert ref.out.result is not None  # _unusable said so
-        plan.device_name = plan.device_name or ref.out.result.device_name
-        ready = entry.out.ready
-        add(plan.phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,
-                          **harness_phases("reference", ref),
-                          "entry": entry.exit.wall_s, "entry_held": entry.exit.held_s,
-                          **harness_phases("entry", entry),
-                          **({"entry_import": ready.import_s}
-                             if ready and ready.import_s is not None else {})})
-        own = ctx.detector.own_kernels(plan.source)
-        plans = timed_plans(self.setup.timing, cases, plan.kernel)
+        """The batch's judging to the judging thread, with `keep` (what it reads); its logs."""
+        ctx, ready = self.ctx, entry.out.ready
+        with contextlib.ExitStack() as guard:  # `keep` closed if this fails before handing over
+            guard.push(keep)
+            assert ref.out.result is not None  # _unusable said so
+            plan.device_name = plan.device_name or ref.out.result.device_name
+            add(plan.phases, {"reference": ref.exit.wall_s, "reference_held": ref.exit.held_s,
+                              **harness_phases("reference", ref),
+                              "entry": entry.exit.wall_s, "entry_held": entry.exit.held_s,
+                              **harness_phases("entry", entry),
+                              **({"entry_import": ready.import_s}
+                                 if ready and ready.import_s is not None else {})})
+            own = ctx.detector.own_kernels(plan.source)
+            plans = timed_plans(self.setup.timing, cases, plan.kernel)
+            keep = guard.pop_all()
         plan.judged.append(self.judging.submit(lambda: judge_problem(
             problem=plan.sp.problem, shapes=shapes, cases=cases, reference=ref, entry=entry,
             static=plan.static, own_kernels=own, tracer=ctx.detector,
@@ -373,8 +374,7 @@ class Worker:
             return nothing_graded(sp, self.ctx.settings, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])
         self.ctx.progress(f"{sp.id}: done ({verdict})")
-        # From its first batch's start (what came before it ran beside the problem before),
-        # and its image work.
+        # From its first batch's start (before, it ran beside the problem before), and its image.
         wall = plan.phases["image"] + time.monotonic() - (plan.started or time.monotonic())
         return ProblemResult(
             id=sp.id, operator=sp.problem.operator, verdict=verdict,
