@@ -32,9 +32,10 @@ def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
                 standby.close()
                 standby = None
         if standby is None:
-            if beside is not None:
-                beside.settle()  # no timed loop beside a standby's imports
-            with entry_container(setup, batch, ref_out) as run:
+            # Started at once, beside the next batches' standbys: only its timed loops wait
+            # for them (it waited for their set-up before its own: 17.0 s for a later entry's
+            # first light problem on the H200, 2026-12-05, where its others took 4-8 s).
+            with entry_container(setup, batch, ref_out, beside=beside) as run:
                 yield run
             return
         standby.release()

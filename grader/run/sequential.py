@@ -56,16 +56,19 @@ def reference_run(setup: WorkerSetup, image: str, cases: list[Case], limits: Lim
 
 
 @contextmanager
-def entry_container(setup: WorkerSetup, batch: Batch, ref_out: Path) -> Iterator[Evidence]:
+def entry_container(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
+                    beside: Beside | None = None) -> Iterator[Evidence]:
     """Run the batch's entry under `batch.entry_limits` on the reference in `ref_out` (its
     job placed only once the entry is imported); yields the run while its output folder is
-    still there to read."""
+    still there to read. `beside`: what its timed loops wait for (its set-up, warm-up and
+    traced calls run beside it)."""
     limits = batch.entry_limits
     with capped_dir(limits.output_bytes) as out_dir, entry_in(batch.kernel_file) as in_dir:
         spec = entry_spec(setup, batch.image, in_dir, out_dir, limits, batch.problem)
         with setup.engine.start(spec) as running:
             exit_state = EntryRun(setup=setup, ent=running, in_dir=in_dir, cases=batch.cases,
-                                  problem=batch.problem, ref_out=ref_out, beside=None).wait()
+                                  problem=batch.problem, ref_out=ref_out,
+                                  beside=beside).wait()
         yield entry_run(exit_state, out_dir)
 
 

@@ -444,3 +444,45 @@ def test_timed_loops_wait_for_the_judging_before(tmp_path: Path, problem: Proble
     assert ev.index("judged") < ev.index("reference: go")
     assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
     assert engine.left() == []
+
+
+def test_a_cached_batch_without_a_standby_starts_beside_the_next_ones(
+        tmp_path: Path, problem: Problem) -> None:
+    """Issue 32: a cached batch with no standby of its own (a later entry's first batch)
+    starts its container at once, beside the next batches' standbys' set-up; only its timed
+    loops wait for them (it used to wait for their set-up before starting its own)."""
+    release = threading.Event()
+    inner = entry()
+
+    def slow_to_its_gate(c: FakeContainer) -> Steps:  # its set-up ends only once released
+        while not release.is_set():
+            yield
+        yield from inner(c)
+
+    engine = _engine(ent=[slow_to_its_gate, entry()])
+    setup = _sandbox(engine, timed=True)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    (tmp_path / "next").mkdir()
+    later = _batch(tmp_path / "next", problem, setup, problem.shapes[:1])
+
+    def release_once_traced() -> None:
+        while "entry: traced" not in engine.events:
+            time.sleep(0.001)
+        release.set()
+
+    watcher = threading.Thread(target=release_once_traced, daemon=True)
+    with reference_container(setup, batch) as (ref, ref_dir):
+        ahead = EntryStandby(setup, later)
+        watcher.start()
+        with cached_entry(setup, batch, ref_dir, standby=None, beside=Beside((ahead,))) as ent:
+            got = _judge(problem, batch, ref, ent, batch.entry_limits)
+        watcher.join(timeout=30)
+        assert [r.verdict for r in got] == [Verdict.PASSED]
+        ev = engine.events
+        # Its own container imported and traced while the standby was still setting up, and
+        # its timed loops waited until the standby was at its gate.
+        assert ev.index("entry: imported") < ev.index("entry: traced") < ev.index(
+            "entry: at the gate") < ev.index("entry: timed")
+        assert ahead.usable()
+        ahead.close()
+    assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
