@@ -7,13 +7,9 @@ namespace (TM001). Split from static_visit.py (issue 33: every module under 400 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from grader.detect.static_hooks import CheckerParts
 from grader.detect.static_resolve import GLOBALS
-
-if TYPE_CHECKING:
-    pass
 
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift,
           ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd)

@@ -79,17 +79,15 @@ class Worker:
     """Grades problems on one sandbox under `ctx`, taking each next problem from `claim` and
     handing each result, with what it learnt, to `finished`."""
 
+    judging: Judging  # made by each grade(), closed when it returns
+
     def __init__(self, ctx: GradingContext, setup: WorkerSetup, suite: Suite, sub: Submission,
                  runtime_tag: str, *, depth: int) -> None:
-        self.ctx = ctx
-        self.setup = setup
+        self.ctx, self.setup, self.suite, self.sub = ctx, setup, suite, sub
         self.depth = depth  # batches whose containers are started ahead at once (0: none)
-        self.suite = suite
-        self.sub = sub
         self.runtime_tag = runtime_tag
         # Problems taken from the claim ahead of their turn (for their batches' standbys).
         self.queued: deque[Planned | ProblemResult] = deque()
-        self.judging = Judging()  # made again by each grade(): closed when it returns
 
     def grade(self, claim: Claim, finished: Callable[[Finished], bool]) -> None:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and

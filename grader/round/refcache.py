@@ -2,8 +2,8 @@
 
 A round grades many entries against one suite under one secret, so every entry gets the
 same cases (the seeds derive from the secret, the problem, the shape and the case number:
-grading.seeds.derive_seed) and the same reference outputs. The first entry to reach a batch runs
-its reference as `grader run` does; the folder the reference wrote (`<case>.ref`, the
+grading.seeds.derive_seed) and the same reference outputs. The first entry to reach a batch
+runs its reference as `grader run` does; the folder the reference wrote (`<case>.ref`, the
 problem's public recipe, its result with the case checks and, on a GPU, its timings) is then
 copied here, whole, under a key of everything its content depends on
 (grading.reuse.batch_key). The cache is storage alone, the worker's `References`: a folder
@@ -11,10 +11,9 @@ found by key, one kept, what each entry reused; the worker grades (grading.reuse
 later entry's batch runs only the entry's container, which gets its job and the recipe from
 this copy after its import, exactly as it would from a fresh reference's folder
 (jobs.deliver), and draws its inputs from the job's seeds where it runs them; the expected
-outputs never leave the host. Its
-container is started ahead of its turn, beside the batch before, as a first entry's are
-(run.ahead.EntryStandby, cached_entry): it imports while that batch runs, and that batch's
-timed loops wait until it is at its gate.
+outputs never leave the host. Its container is started ahead of its turn, beside the batch
+before, as a first entry's are (run.ahead.EntryStandby, cached_entry): it imports while that
+batch runs, and that batch's timed loops wait until it is at its gate.
 
 The cache is a folder of the round's (`ROUND_DIR/.references/`, mode 0700) on the host; no
 container ever has it bound. On `--runtime host` the round checks that no bind of the host's
