@@ -20,6 +20,9 @@
 #                    image of this host's own installation (no registry here), then the demo
 #                    graded with --runtime cuda FROM it (report cuda-triton; the driver's
 #                    libraries bound, nothing else of the host's) and the GPU test of that kind
+#   setup            bench/setup_cost.py: what a fresh process pays before an entry runs
+#                    (import torch/triton, the CUDA context, the profiler's first session),
+#                    alone and three at once -> $OUT/setup-cost.{txt,json}
 #   clocks           bench/clocks.py: SM clock and power while kernels are timed three ways
 #   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
 #   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
@@ -121,6 +124,8 @@ for step in "${steps[@]}"; do
           GRADER_CUDA_BASE=grader-cuda-base:host python3 -m pytest -q -p no:cacheprovider \
             --run-docker --run-gpu tests/gpu -k cuda_runtime 2>&1 | tail -n 15 \
             | tee "$OUT/pytest-gpu-cuda.txt" ;;
+    setup) python3 bench/setup_cost.py --json "$OUT/setup-cost.json" 2>&1 \
+             | tee "$OUT/setup-cost.txt" ;;
     clocks) python3 bench/clocks.py --json "$OUT/clocks.json" 2>&1 | tee "$OUT/clocks.md" ;;
     ray) left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
          if [ ! -f .device/ray.tar.xz ]; then echo "ray: no .device/ray.tar.xz"; continue; fi
