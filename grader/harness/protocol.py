@@ -30,11 +30,28 @@ ENTRY_FILE = f"{ENTRY}/{KERNEL_FILE}"  # the path entries' tracebacks name
 # -- the harness's first argument (spec.Role's values) ------------------------------------------
 REFERENCE_MODE = "reference"
 ENTRY_MODE = "entry"
+# An entry's serving container (issue 32): its warden runs one fresh worker process per batch
+# of the entry, each a standby at its gate until the host releases it (harness/warden.py).
+SERVE_MODE = "serve"
 
 # -- files the host places in IN (each written whole, then renamed into place) ----------------
 JOB_FILE = "job.json"  # the cases and knobs; an entry's only once its module is imported
 START_FILE = "start.json"  # the release of a standby container at its gate
 GO_FILE = "go.json"  # the release of a held timed loop
+# A serving container's requests, in IN/SERVE_DIR: spawn_file(w) asks its warden for worker w
+# ({"args": the harness's arguments after the mode, "log_bytes": its log budget}), numbered
+# 1, 2, ... in order; start_file(w) releases worker w at its gate (in place of START_FILE).
+SERVE_DIR = ".serve"
+
+
+def spawn_file(worker: int) -> str:
+    return f"spawn-{worker}.json"
+
+
+def start_file(worker: int) -> str:
+    return f"start-{worker}.json"
+
+
 
 # -- files the harness writes in OUT ----------------------------------------------------------
 # Names with a dot first are not output files (evidence.read_out_dir passes them over).
@@ -66,6 +83,7 @@ def case_file(case_id: str, kind: str) -> str:
 DEVICE_ENV = "GRADER_DEVICE"  # "cpu" or "cuda"
 STANDBY_ENV = "GRADER_STANDBY"  # "1": a standby container, gated (harness.main._standby)
 LOG_BYTES_ENV = "GRADER_LOG_BYTES"  # an entry's log budget (spec.Limits.log_bytes)
+WORKER_ENV = "GRADER_WORKER"  # a served worker's number (its gate is IN/SERVE_DIR/start_file)
 
 # -- the evidence channel (an entry's container: warden.py on stdout, channel.py on the host) --
 CHANNEL_ENV = "GRADER_CHANNEL"  # in the harness's environment: the frame pipe's fd
@@ -77,6 +95,10 @@ TOKEN_FD = 4  # a pipe holding the warden's token, read and closed before entry 
 # limit from it (issue 34: --timeout counted the set-up).
 STANDBY, ARMED, READY, TRACED, RESULT, TAMPERING = (
     "standby", "armed", "ready", "traced", "result", "tampering")
+# A serving container's warden tags every frame it relays with the worker's number (this key),
+# and sends GONE for a worker that ended, or that it ended, before its release.
+WORKER_KEY = "worker"
+GONE = "gone"
 # The files that travel as frames when the warden runs the harness.
 FRAMES = {GATE_FILE: STANDBY, ARMED_FILE: ARMED, READY_FILE: READY, TRACED_FILE: TRACED,
           RESULT_FILE: RESULT}
