@@ -34,7 +34,7 @@
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
-#                    --ahead-depth D
+#                    --ahead-depth D, SERVE=1 with --serve
 #   import:KIND      tests/fixtures/import/KIND (kernelbench, atrex, atrex_real) imported as the
 #                    suite KIND-fixture and its entries (tests/fixtures/import/entries/KIND) graded
 #                    on it: the module problems (KernelBench's ModelNew, weights made in the
@@ -172,7 +172,7 @@ for step in "${steps[@]}"; do
              for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
              python3 bench/round_speed.py --suite "$suite" -n "${n:-3}" "${ropts[@]}" \
                --device cuda --runtime host --python "$PY" --time-limit "$left" \
-               ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} \
+               ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
                -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
              mkdir -p "$OUT/$name"
              for d in /tmp/"$name"/entries/*/; do  # a report, or what a cut-short entry finished

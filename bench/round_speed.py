@@ -3,7 +3,7 @@ where it went.
 
     python bench/round_speed.py [--suite llm-inference] [-n 3] [--entry DIR ...]
         [--problem P ...] [--device cuda --runtime host --python PY] [--time-limit S]
-        [--ahead-depth D]
+        [--ahead-depth D] [--serve]
         [-o ROUND_DIR] [--json FILE]
 
 The entries are `--entry` folders (default: the suite's own, in this order: for llm-inference
@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", type=Path, default=None,
                     help="the round folder (default: a fresh one under $TMPDIR)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--serve", action="store_true",
+                    help="grader round --serve: later entries' batches in serving containers")
     ap.add_argument("--ahead-depth", type=int, default=None,
                     help="grader round --ahead-depth (default: the grader's)")
     args = ap.parse_args(argv)
@@ -233,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--python", args.python]
     if args.ahead_depth is not None:
         cmd += ["--ahead-depth", str(args.ahead_depth)]
+    if args.serve:
+        cmd += ["--serve"]
     print("$ " + " ".join(cmd), flush=True)
     rc, wall, stopped = run_round(cmd, args.time_limit)
     rd = RoundDir(out)

@@ -15,7 +15,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +29,7 @@ from grader.run.ahead import Beside, Standby
 from grader.run.batch import Batch
 from grader.run.cached import cached_entry
 from grader.run.jobs import WorkerSetup
+from grader.run.served import Server
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite
 
@@ -74,11 +75,47 @@ def batch_key(suite: Suite, plan: Planned, cases: list[Case], setup: WorkerSetup
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class RoundReferences:
+    """A round's kept references (`store`; None outside a round) as one worker reads and
+    fills them, by its batches' keys."""
+
+    store: References | None
+    suite: Suite
+    setup: WorkerSetup
+    runtime: str
+    progress: Progress
+
+    def key(self, plan: Planned, k: int) -> str:
+        return batch_key(self.suite, plan, plan.part_cases(k), self.setup, self.runtime)
+
+    def folder(self, plan: Planned, k: int, *, reuse: bool = False) -> Path | None:
+        """The kept reference folder of batch `k` of `plan` (`reuse`: noted as used), or
+        None."""
+        if self.store is None or (folder := self.store.folder(key := self.key(plan, k))) is None:
+            return None
+        if reuse:
+            self.store.reused(key, problem=plan.sp.id, cases=len(plan.part_cases(k)))
+        return folder
+
+    def keep(self, plan: Planned, k: int, ref_dir: Path) -> None:
+        """A usable reference of batch `k` kept for the round's later entries."""
+        if self.store is None:
+            return
+        try:
+            self.store.keep(self.key(plan, k), ref_dir, problem=plan.sp.id,
+                            cases=[c.id for c in plan.part_cases(k)])
+        except OSError as exc:  # the host's: only the reuse is lost
+            self.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
+
+
 def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
                  batch: Batch, counted: bool, beside: Beside | None,
-                 progress: Progress, judge: Judge) -> str:
+                 progress: Progress, judge: Judge,
+                 server: Callable[[], Server | None] | None = None) -> str:
     """`batch`, batch `k` of `plan`, graded on the kept reference in `ref_dir`, running the
-    entry's container only (in its EntryStandby when one was started ahead).
+    entry's container only (in its standby when one was started ahead, else as a worker of
+    `server`, the entry's serving container, when there is one).
 
     The entry's limits are those `grader run` would give it: the batch's (from the
     problem's count where `counted`, else the configured ones), raised when the reference's
@@ -99,6 +136,6 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
     with contextlib.ExitStack() as stack:
         entry = stack.enter_context(cached_entry(
             setup, replace(batch, entry_limits=limits), ref_dir, standby=standby,
-            beside=beside))
+            beside=beside, server=server))
         return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits,
                      stack.pop_all())

@@ -25,7 +25,6 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import psutil
 
@@ -38,7 +37,7 @@ from grader.grading.judging import Judged, Judging, results
 from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Claim, Planned
 from grader.grading.progress import Progress
-from grader.grading.reuse import References, batch_key, grade_cached
+from grader.grading.reuse import References, RoundReferences, grade_cached
 from grader.grading.seeds import derive_module_seed, derive_seed
 from grader.grading.selection import nothing_graded, select_shapes
 from grader.grading.settings import GradingSettings, Narrowing
@@ -48,11 +47,12 @@ from grader.judge.problem import judge_problem, reference_failure, tail, whole_p
 from grader.model.results import ProblemResult
 from grader.model.runs import Case, Evidence
 from grader.run import plan as batching
-from grader.run.ahead import Beside, EntryStandby, Standby
+from grader.run.ahead import Beside, EntryStandby, ServedStandby, Standby
 from grader.run.batch import Batch
 from grader.run.jobs import WorkerSetup, timed_plans
 from grader.run.pair import run_pair
 from grader.run.sequential import entry_container, reference_container
+from grader.run.served import Server, Serving
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
 from grader.verdicts import Verdict, worst
@@ -86,6 +86,9 @@ class Worker:
         self.ctx, self.setup, self.suite, self.sub = ctx, setup, suite, sub
         self.depth = depth  # batches whose containers are started ahead at once (0: none)
         self.runtime_tag = runtime_tag
+        self.refs = RoundReferences(ctx.references, suite, setup, ctx.settings.runtime,
+                                    ctx.progress)
+        self.serving: Serving | None = None  # made by each grade() (round --serve)
         # Problems taken from the claim ahead of their turn (for their batches' standbys).
         self.queued: deque[Planned | ProblemResult] = deque()
 
@@ -93,6 +96,8 @@ class Worker:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded)."""
         self.judging = Judging()
+        self.serving = (Serving(self.setup, self.ctx.entry_limits, beside=self.depth)
+                        if self.ctx.scheduling.serve else None)
         try:
             while True:
                 cur = self.queued.popleft() if self.queued else self.open(claim())
@@ -111,6 +116,8 @@ class Worker:
                     plan.close()
             self.queued.clear()
             self.judging.close()
+            if self.serving is not None:
+                self.serving.close()
 
     def _grade(self, cur: Planned, claim: Claim) -> ProblemResult:
         """Every batch of `cur`, each with the standbys it starts (_start_ahead)."""
@@ -226,21 +233,22 @@ class Worker:
             return None
         return Beside(tuple(started), pending)
 
-    def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> list[Standby | EntryStandby]:
+    def _start_ahead(self, cur: Planned, k: int, claim: Claim
+                     ) -> list[Standby | EntryStandby | ServedStandby]:
         """The standbys batch `k` of `cur` starts: none when the next batch has one already
         (started with an earlier batch, whose timed loops waited for it), else the next
         `depth` batches', in order, up to one that runs one container after the other or
         cannot start."""
-        started: list[Standby | EntryStandby] = []
+        started: list[Standby | EntryStandby | ServedStandby] = []
         for plan, j in self._upcoming(cur, k, claim):
             if j in plan.standbys:
                 break
             batch = self.batch(plan, j)
             if batch is None:
                 break
-            cached = self._kept(plan, j) is not None  # a round's: its entry runs alone
+            cached = self.refs.folder(plan, j) is not None  # a round's: its entry runs alone
             try:
-                plan.standbys[j] = (EntryStandby(self.setup, batch) if cached
+                plan.standbys[j] = (self._entry_ahead(plan, batch) if cached
                                     else Standby(self.setup, batch))
             except Exception as exc:  # not this batch's failure: it starts afresh in its turn
                 why = (exc.message if isinstance(exc, InfraError)
@@ -250,16 +258,32 @@ class Worker:
             started.append(plan.standbys[j])
         return started
 
+    def _entry_ahead(self, plan: Planned, batch: Batch) -> EntryStandby | ServedStandby:
+        """A cached batch's entry started ahead: a worker of the serving container (--serve),
+        else a container of its own."""
+        if self.serving is not None:
+            return ServedStandby(self.serving.server(plan.image), batch)
+        return EntryStandby(self.setup, batch)
+
+    def _server(self, plan: Planned) -> Server | None:
+        """The serving container for a cached batch with no standby, if --serve and one
+        starts (else the batch gets a container of its own)."""
+        try:
+            return self.serving.server(plan.image) if self.serving is not None else None
+        except InfraError as exc:
+            self.ctx.progress(f"{plan.sp.id}: no serving container: {exc.message}")
+            return None
+
     def grade_batch(self, plan: Planned, k: int, beside: Beside | None) -> None:
         """The reference and the entry on batch `k` of `plan`: side by side (run_pair) when
         it can, else one after the other. `beside`: what its timed loops wait for. Adds its
         judging (its results once done), its logs and phases to the plan."""
-        if (kept := self._kept(plan, k, reuse=True)) is not None:  # a round's, computed once
+        if (kept := self.refs.folder(plan, k, reuse=True)) is not None:  # a round's, computed once
             counted = self.batch(plan, k)
             plan.logs = grade_cached(
                 self.setup, plan, k, kept, batch=counted or self._plain_batch(plan, k),
                 counted=counted is not None, beside=beside, progress=self.ctx.progress,
-                judge=self.judge)
+                judge=self.judge, server=lambda: self._server(plan))
             return
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]
@@ -268,7 +292,7 @@ class Worker:
         if batch is not None:
             self.ctx.progress(f"{label}: reference and entry ({len(cases)} cases)")
             standby = plan.standbys.pop(k, None)
-            if isinstance(standby, EntryStandby):  # never: a cached batch stays cached
+            if isinstance(standby, EntryStandby | ServedStandby):  # never: cached stays cached
                 standby.close()
                 standby = None
             with contextlib.ExitStack() as stack:
@@ -281,7 +305,7 @@ class Worker:
                             "again after the reference, with caps to fit")
                     got = self._unusable(plan, pair.reference, shapes, cases)
                     if got is None:
-                        self._keep(plan, k, pair.ref_dir)
+                        self.refs.keep(plan, k, pair.ref_dir)
                         got = self.judge(plan, shapes, cases, pair.reference, pair.entry,
                                          pair.entry_limits, stack.pop_all())
             if got is None:
@@ -308,36 +332,13 @@ class Worker:
             ref, ref_dir = stack.enter_context(reference_container(self.setup, batch))
             if (unusable := self._unusable(plan, ref, shapes, cases)) is not None:
                 return unusable
-            self._keep(plan, k, ref_dir)
+            self.refs.keep(plan, k, ref_dir)
             limits = batching.entry_limits(self.ctx.entry_limits, ref_dir,
                                            [c.id for c in cases])
             self.ctx.progress(f"{label}: entry")
             entry = stack.enter_context(entry_container(
                 self.setup, replace(batch, entry_limits=limits), ref_dir))
             return self.judge(plan, shapes, cases, ref, entry, limits, stack.pop_all())
-
-    def _key(self, plan: Planned, k: int) -> str:
-        return batch_key(self.suite, plan, plan.part_cases(k), self.setup,
-                         self.ctx.settings.runtime)
-
-    def _kept(self, plan: Planned, k: int, *, reuse: bool = False) -> Path | None:
-        """The round's kept reference folder of batch `k` (`reuse`: noted as used), or None."""
-        refs = self.ctx.references
-        if refs is None or (folder := refs.folder(key := self._key(plan, k))) is None:
-            return None
-        if reuse:
-            refs.reused(key, problem=plan.sp.id, cases=len(plan.part_cases(k)))
-        return folder
-
-    def _keep(self, plan: Planned, k: int, ref_dir: Path) -> None:
-        """A usable reference of batch `k` kept for the round's later entries."""
-        if (refs := self.ctx.references) is None:
-            return
-        try:
-            refs.keep(self._key(plan, k), ref_dir, problem=plan.sp.id,
-                      cases=[c.id for c in plan.part_cases(k)])
-        except OSError as exc:  # the host's: only the reuse is lost
-            self.ctx.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
               entry: Evidence, limits: Limits, keep: contextlib.ExitStack) -> str:

@@ -26,6 +26,7 @@ from grader.run.jobs import (
     reference_job,
     write_job,
 )
+from grader.run.served import Server
 from grader.sandbox.capped import capped_dir
 from grader.sandbox.engine import POLL_S, Container
 from grader.sandbox.spec import Role
@@ -163,6 +164,31 @@ class EntryStandby(_Gated):
         return [(self.ent, self._entry_at_gate(self.ent), self.ent_in)]
 
 
+class ServedStandby(_Gated):
+    """A batch's entry alone, started ahead as a worker of the entry's serving container
+    (run.served) rather than in a container of its own, gated as in EntryStandby: for a
+    batch whose reference a round has computed already. Its output folder is the one its
+    slot gets once the batch is over."""
+
+    def __init__(self, server: Server, batch: Batch) -> None:
+        self.batch = batch
+        self._stack = contextlib.ExitStack()
+        self.slot = server.spawn(batch)
+        self._stack.callback(self.slot.close)
+        self.ent, self.ent_in, self.ent_out = self.slot, server.in_dir, self.slot.out_dir
+        self.since = time.monotonic()
+
+    def _gates(self) -> list[tuple[Container, bool, Path]]:
+        return [(self.ent, self._entry_at_gate(self.ent), self.ent_in)]
+
+    def release(self, batch: Batch | None = None) -> None:
+        """Its batch's turn (`batch`: the same batch under the limits it runs with, which
+        the serving container takes only now)."""
+        if not self.released:
+            self.released = True
+            self.slot.release(batch)
+
+
 @dataclass(frozen=True)
 class Beside:
     """What runs beside a batch until its timed loops may start: the standbys started with
@@ -170,7 +196,7 @@ class Beside:
     `after`, the host's judging of the batch before (grading/judging.py, issue 32), idle once
     done."""
 
-    standbys: tuple[Standby | EntryStandby, ...] = ()
+    standbys: tuple[Standby | EntryStandby | ServedStandby, ...] = ()
     after: tuple[Future[Any], ...] = ()
 
     def idle(self) -> bool:

@@ -1,36 +1,45 @@
 """A batch whose reference a round computed already (grader/round/refcache.py): its entry's
-container alone, started ahead when it could be (ahead.EntryStandby).
+container alone, started ahead when it could be (ahead.EntryStandby), or a worker of the
+entry's serving container (ahead.ServedStandby, run.served).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from grader.model.runs import Evidence
-from grader.run.ahead import Beside, EntryStandby
+from grader.run.ahead import Beside, EntryStandby, ServedStandby
 from grader.run.batch import Batch, entry_run
 from grader.run.jobs import WorkerSetup
 from grader.run.sequential import EntryRun, entry_container
+from grader.run.served import Server
 
 
 @contextmanager
 def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
-                 standby: EntryStandby | None, beside: Beside | None) -> Iterator[Evidence]:
+                 standby: EntryStandby | ServedStandby | None, beside: Beside | None,
+                 server: Callable[[], Server | None] | None = None) -> Iterator[Evidence]:
     """Run the batch's entry on a reference computed earlier (a round's cache,
     grader/round/): in its standby, started ahead of its turn, when there is one still
-    usable and started under the batch's entry limits, else in a container of its own
-    (entry_container). `beside`: what its timed loops wait for (as run_pair's do); its
-    warm-up and traced calls run beside it."""
+    usable (and, for a container of its own, started under the batch's entry limits), else
+    as a worker of the entry's serving container, when `server` gives one (asked only
+    then: one it starts is not started for nothing), else in a container of its own
+    (entry_container). `beside`: what its timed loops wait for (as
+    run_pair's do); its warm-up and traced calls run beside it."""
     with contextlib.ExitStack() as stack:
         if standby is not None:
             stack.callback(standby.close)
             standby.settle()
-            if not standby.usable() or standby.batch.entry_limits != batch.entry_limits:
+            if not standby.usable() or (isinstance(standby, EntryStandby)
+                                        and standby.batch.entry_limits != batch.entry_limits):
                 standby.close()
                 standby = None
+        if standby is None and server is not None and (serving := server()) is not None:
+            standby = ServedStandby(serving, batch)  # released at once: it runs once set up
+            stack.callback(standby.close)
         if standby is None:
             # Started at once, beside the next batches' standbys: only its timed loops wait
             # for them (it waited for their set-up before its own: 17.0 s for a later entry's
@@ -38,7 +47,10 @@ def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
             with entry_container(setup, batch, ref_out, beside=beside) as run:
                 yield run
             return
-        standby.release()
+        if isinstance(standby, ServedStandby):
+            standby.release(batch)
+        else:
+            standby.release()
         exit_state = EntryRun(setup=setup, ent=standby.ent, in_dir=standby.ent_in,
                               cases=batch.cases, problem=batch.problem, ref_out=ref_out,
                               beside=beside).wait()

@@ -11,7 +11,7 @@ import shutil
 import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.formats.problem import Problem
@@ -32,6 +32,7 @@ from grader.harness.protocol import (
     RECIPE_DIR,
     RECIPE_FILE,
     RSE_TARGET,
+    SERVE_MODE,
     STACK_SIGNAL,
     STANDBY_ENV,
     STDOUT_BYTES,
@@ -226,6 +227,15 @@ def entry_spec(setup: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limi
     binds = [Bind(host=str(in_dir / CODE), container=ENTRY), *io_binds(in_dir, out_dir)]
     return container_spec(setup, image, Role.ENTRY, binds, limits, masks=(PROBLEM,),
                           args=entry_args(problem), gated=gated)
+
+
+def served_spec(setup: WorkerSetup, image: str, in_dir: Path, out_dir: Path, limits: Limits,
+                *, stdout_bytes: int) -> ContainerSpec:
+    """An entry's serving container (run/served.py): an entry container's binds, masks and
+    hardening, its warden in serve mode, its stdout sized for every batch it runs."""
+    spec = entry_spec(setup, image, in_dir, out_dir, limits, None)
+    return replace(spec, command=[setup.python, "-I", BOOT, SERVE_MODE],
+                   stdout_bytes=stdout_bytes)
 
 
 CODE = ".code"  # in the entry's input folder: its kernel file, bound at protocol.ENTRY

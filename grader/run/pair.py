@@ -195,10 +195,10 @@ class _PairRun:
         assert self.ref_exit is not None and self.ent_exit is not None
         reference = Evidence(exit=self.ref_exit, out=read_out_dir(st.ref_out))
         if self.outgrown is not None:
-            if self.beside is not None:
-                self.beside.settle()
+            # Started at once beside the standbys still setting up: only its timed loops
+            # wait for them, as a cached batch's do (run.cached).
             with entry_container(self.setup, replace(batch, entry_limits=self.outgrown),
-                                 st.ref_out) as entry:
+                                 st.ref_out, beside=self.beside) as entry:
                 yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
                            entry_limits=self.outgrown)
             return

@@ -305,11 +305,11 @@ class RunningContainer:
             return None
         stopped = time.monotonic()  # its wall time ends at the deadline, not after the kill
         if running:
-            self._last_words()
+            self.last_words()
             self.kill()
         return self._exit_state(timed_out=running, at=stopped if running else None)
 
-    def _last_words(self) -> None:
+    def last_words(self) -> None:
         """At the deadline: the spec's stack_signal, and a moment for what it makes the
         container write (an entry's stacks) to reach the logs, before the kill."""
         if self.spec.stack_signal is None:
@@ -374,12 +374,17 @@ class RunningContainer:
         return bytes(buf)
 
     def logs(self) -> tuple[str, bool]:
+        return self.logs_since(0.0)
+
+    def logs_since(self, since: float) -> tuple[str, bool]:
         cap = self.spec.limits.log_bytes
         buf = bytearray()
         truncated = False
         try:
+            # since=None: from the start (the SDK takes only a positive number as a time)
             for chunk in self.container.logs(stdout=not self.spec.stdout_bytes, stderr=True,
-                                             stream=True, follow=False):
+                                             stream=True, follow=False,
+                                             since=since if since > 0 else None):
                 buf.extend(chunk)
                 if len(buf) > cap:
                     truncated = True
@@ -388,6 +393,10 @@ class RunningContainer:
         except ENGINE_ERRORS:
             pass  # the logs are evidence for people, not for the verdict
         return buf.decode("utf-8", "replace"), truncated
+
+    def set_memory(self, memory_bytes: int) -> None:
+        with engine_errors(f"changing the {self.spec.role} container's memory limit"):
+            self.container.update(mem_limit=memory_bytes, memswap_limit=memory_bytes)
 
     def remove(self) -> None:
         try:

@@ -61,6 +61,20 @@ class Container(Protocol):
         one byte."""
         ...
 
+    def logs_since(self, since: float) -> tuple[str, bool]:
+        """Its logs (stderr for a channel's container) from `since` (time.time()) on, at
+        most spec.limits.log_bytes; whether they were cut there."""
+        ...
+
+    def last_words(self) -> None:
+        """Its spec's stack_signal now, and a moment for what that makes it write to reach
+        the logs (what its deadline does before the kill)."""
+        ...
+
+    def set_memory(self, memory_bytes: int) -> None:
+        """Its memory limit (swap equal to it) from now on."""
+        ...
+
 
 @runtime_checkable
 class ContainerEngine(Protocol):

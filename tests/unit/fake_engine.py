@@ -184,6 +184,15 @@ class FakeContainer:
     def stdout(self) -> bytes:
         return bytes(self.frames[:self.spec.stdout_bytes + 1])
 
+    def logs_since(self, since: float) -> tuple[str, bool]:
+        return "".join(self.log_lines), False
+
+    def last_words(self) -> None:
+        self.note("stack signal")
+
+    def set_memory(self, memory_bytes: int) -> None:
+        self.note(f"memory {memory_bytes}")
+
     def remove(self) -> None:
         self.kill()
         self.removed = True

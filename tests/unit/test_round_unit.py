@@ -317,7 +317,7 @@ def test_on_several_gpus_the_first_entry_takes_all_and_the_rest_one_each(
 def test_a_reference_the_host_cannot_keep_is_said_and_the_batch_goes_on(tmp_path: Path) -> None:
     """The worker asks the round's store to keep a batch's reference; when the host cannot
     (ENOSPC), the progress says so and the grading goes on: only the reuse is lost."""
-    from grader.grading.worker import Worker
+    from grader.grading.reuse import RoundReferences
 
     class Full:
         def folder(self, key: str) -> Path | None:
@@ -332,14 +332,12 @@ def test_a_reference_the_host_cannot_keep_is_said_and_the_batch_goes_on(tmp_path
     said: list[str] = []
     shape = SimpleNamespace(id="s", params={"n": 4})
     case = Case(id="s.0", shape=shape, seed=7)  # type: ignore[arg-type]
-    w = Worker.__new__(Worker)  # only what _keep and _kept read
-    w.ctx = SimpleNamespace(references=Full(), progress=said.append,  # type: ignore[assignment]
-                            settings=GradingSettings())
-    w.setup = SimpleNamespace(device="cpu", timing=None)  # type: ignore[assignment]
-    w.suite = SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0"))  # type: ignore[assignment]
+    suite = SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0"))
+    refs = RoundReferences(Full(), suite, SimpleNamespace(device="cpu", timing=None),  # type: ignore[arg-type]
+                           GradingSettings().runtime, said.append)
     plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1",
                            part_cases=lambda k: [case], label=lambda k: "vector_add")
-    assert w._kept(plan, 0, reuse=True) is None  # type: ignore[arg-type]
-    w._keep(plan, 0, tmp_path)  # type: ignore[arg-type]
+    assert refs.folder(plan, 0, reuse=True) is None  # type: ignore[arg-type]
+    refs.keep(plan, 0, tmp_path)  # type: ignore[arg-type]
     assert said == ["vector_add: cannot keep its reference for the round: "
                     "[Errno 28] No space left on device"]

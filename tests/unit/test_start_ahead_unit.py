@@ -110,7 +110,9 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     events: list[str] = []
     w = Worker.__new__(Worker)
     w.depth, w.queued, w.setup = depth, deque(), None
-    w.ctx = SimpleNamespace(progress=events.append, references=None)
+    w.ctx = SimpleNamespace(progress=events.append, references=None,
+                            scheduling=SimpleNamespace(serve=False))
+    w.refs = SimpleNamespace(folder=lambda plan, k, reuse=False: None)
     w.ran = []
 
     def plan(pid: str | None) -> Planned | None:
