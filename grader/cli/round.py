@@ -95,9 +95,8 @@ def _staged(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | No
               help="With --start-ahead: how many batches' containers are started ahead at "
               "once (as `grader run --ahead-depth`).")
 @click.option("--serve", is_flag=True,
-              help="Run each later entry's batches (on the round's references) as workers "
-              "of one serving container instead of a container each: no container start or "
-              "cold imports a batch (docs/rounds.md).")
+              help="Run each entry's batches as workers of one serving container instead of "
+              "a container each (as `grader run --serve`).")
 @click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
               help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
               "on a node with the `grader_docker` resource.")

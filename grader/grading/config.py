@@ -64,9 +64,9 @@ class Scheduling:
     # batch has no standby starts this many; the wait for their set-up falls on one batch in
     # this many.
     ahead_depth: int = 2
-    # An entry's batches whose reference a round computed already run as workers of one
-    # serving container (run/served.py) instead of a container each: no container start and
-    # no cold imports a batch (issue 32). Measured on a CPU host only so far: off unless asked.
+    # An entry's batches run as workers of one serving container (run/served.py) instead of a
+    # container each: no container start and no cold imports a batch (issue 32). Not yet
+    # measured on a GPU: off unless asked (--serve).
     serve: bool = False
     ray: str | None = None  # a round's entries: None on this host; "auto" or a cluster's address
 

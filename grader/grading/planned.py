@@ -12,7 +12,7 @@ from grader.grading.judging import Judged
 from grader.model.findings import Finding
 from grader.model.results import ShapeResult
 from grader.model.runs import Case
-from grader.run.ahead import EntryStandby, ServedStandby, Standby
+from grader.run.ahead import EntryStandby, Standby
 from grader.run.batch import Batch
 from grader.suite.load import SuiteProblem
 
@@ -34,9 +34,8 @@ class Planned:
     parts: list[list[Shape]]
     phases: dict[str, float]
     batches: dict[int, Batch | None] = field(default_factory=dict)  # made when first needed
-    # Started beside the batch before (an EntryStandby, or a ServedStandby in the entry's
-    # serving container, where a round has the reference).
-    standbys: dict[int, Standby | EntryStandby | ServedStandby] = field(default_factory=dict)
+    # Started beside the batch before (an EntryStandby where a round has the reference).
+    standbys: dict[int, Standby | EntryStandby] = field(default_factory=dict)
     judged: list[Judged] = field(default_factory=list)  # its batches' judging, in order
     results: list[ShapeResult] = field(default_factory=list)  # once judged (Worker.finish)
     logs: str = ""

@@ -47,7 +47,7 @@ from grader.judge.problem import judge_problem, reference_failure, tail, whole_p
 from grader.model.results import ProblemResult
 from grader.model.runs import Case, Evidence
 from grader.run import plan as batching
-from grader.run.ahead import Beside, EntryStandby, ServedStandby, Standby
+from grader.run.ahead import Beside, EntryStandby, Standby
 from grader.run.batch import Batch
 from grader.run.jobs import WorkerSetup, timed_plans
 from grader.run.pair import run_pair
@@ -233,13 +233,12 @@ class Worker:
             return None
         return Beside(tuple(started), pending)
 
-    def _start_ahead(self, cur: Planned, k: int, claim: Claim
-                     ) -> list[Standby | EntryStandby | ServedStandby]:
+    def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> list[Standby | EntryStandby]:
         """The standbys batch `k` of `cur` starts: none when the next batch has one already
         (started with an earlier batch, whose timed loops waited for it), else the next
         `depth` batches', in order, up to one that runs one container after the other or
         cannot start."""
-        started: list[Standby | EntryStandby | ServedStandby] = []
+        started: list[Standby | EntryStandby] = []
         for plan, j in self._upcoming(cur, k, claim):
             if j in plan.standbys:
                 break
@@ -248,8 +247,9 @@ class Worker:
                 break
             cached = self.refs.folder(plan, j) is not None  # a round's: its entry runs alone
             try:
-                plan.standbys[j] = (self._entry_ahead(plan, batch) if cached
-                                    else Standby(self.setup, batch))
+                server = self.serving.server(plan.image) if self.serving else None
+                plan.standbys[j] = (EntryStandby(self.setup, batch, server=server) if cached
+                                    else Standby(self.setup, batch, server=server))
             except Exception as exc:  # not this batch's failure: it starts afresh in its turn
                 why = (exc.message if isinstance(exc, InfraError)
                        else f"{type(exc).__name__}: {exc}")
@@ -258,16 +258,9 @@ class Worker:
             started.append(plan.standbys[j])
         return started
 
-    def _entry_ahead(self, plan: Planned, batch: Batch) -> EntryStandby | ServedStandby:
-        """A cached batch's entry started ahead: a worker of the serving container (--serve),
-        else a container of its own."""
-        if self.serving is not None:
-            return ServedStandby(self.serving.server(plan.image), batch)
-        return EntryStandby(self.setup, batch)
-
     def _server(self, plan: Planned) -> Server | None:
-        """The serving container for a cached batch with no standby, if --serve and one
-        starts (else the batch gets a container of its own)."""
+        """The entry's serving container for a batch with no standby, under --serve, if one
+        starts (else the batch's entry gets a container of its own)."""
         try:
             return self.serving.server(plan.image) if self.serving is not None else None
         except InfraError as exc:
@@ -292,12 +285,13 @@ class Worker:
         if batch is not None:
             self.ctx.progress(f"{label}: reference and entry ({len(cases)} cases)")
             standby = plan.standbys.pop(k, None)
-            if isinstance(standby, EntryStandby | ServedStandby):  # never: cached stays cached
+            if isinstance(standby, EntryStandby):  # never: a cached batch stays cached
                 standby.close()
                 standby = None
             with contextlib.ExitStack() as stack:
                 pair = stack.enter_context(run_pair(self.setup, batch, standby=standby,
-                                                    beside=beside))
+                                                    beside=beside,
+                                                    server=lambda: self._server(plan)))
                 if pair.entry is not None:
                     if pair.entry_limits is not batch.entry_limits:
                         self.ctx.progress(

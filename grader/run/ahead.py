@@ -1,6 +1,7 @@
 """A batch's containers started ahead of their turn, beside the batch before: both (Standby),
-or the entry's alone where a round has the reference already (EntryStandby); and the
-standbys a running batch waits for before its timed loops (Beside).
+or the entry's alone where a round has the reference already (EntryStandby), the entry's a
+worker of its serving container where there is one (run.served); and the standbys a running
+batch waits for before its timed loops (Beside).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from grader.run.jobs import (
     reference_job,
     write_job,
 )
-from grader.run.served import Server
+from grader.run.served import Server, Slot
 from grader.sandbox.capped import capped_dir
 from grader.sandbox.engine import POLL_S, Container
 from grader.sandbox.spec import Role
@@ -57,8 +58,16 @@ class _Gated:
         """Each container, whether it is at its gate, and its input folder."""
         raise NotImplementedError
 
-    def _start_entry(self, setup: WorkerSetup, batch: Batch, *, gated: bool) -> None:
-        """The batch's entry: its input and output folders and its container, on `_stack`."""
+    def _start_entry(self, setup: WorkerSetup, batch: Batch, *, gated: bool,
+                     server: Server | None) -> None:
+        """The batch's entry: its input and output folders and its container, on `_stack`;
+        with `server` (the entry's serving container, run.served), a worker of it instead,
+        always gated (released at once when not `gated`), its folders the server's."""
+        if server is not None:
+            slot = server.spawn(batch)
+            self._stack.callback(slot.close)
+            self.ent, self.ent_in, self.ent_out = slot, server.in_dir, slot.out_dir
+            return
         self.ent_in = self._stack.enter_context(entry_in(batch.kernel_file))
         self.ent_out = self._stack.enter_context(capped_dir(batch.entry_limits.output_bytes))
         self.ent = self._stack.enter_context(setup.engine.start(entry_spec(
@@ -92,14 +101,24 @@ class _Gated:
         """Still open, every container at its gate and running."""
         return not self.closed and all(at and c.running() for c, at, _in in self._gates())
 
-    def release(self) -> None:
-        """Open the gates; the containers' wall clocks start now."""
+    def release(self, batch: Batch | None = None) -> None:
+        """Open the gates; the containers' wall clocks start now. A served entry's worker
+        takes its serving container's folders first, under `batch`'s limits when given (the
+        same batch, its caps raised since it was started)."""
         if self.released:
             return
         self.released = True
         for c, _at, in_dir in self._gates():
+            if isinstance(c, Slot):
+                c.release(batch)
+                continue
             place(in_dir, START_FILE, {})
             c.rebase()
+
+    @property
+    def served(self) -> bool:
+        """Whether its entry is a worker of a serving container."""
+        return isinstance(self.ent, Slot)
 
     def close(self) -> None:
         """Stop and remove its containers and their folders (what they wrote is gone)."""
@@ -118,10 +137,12 @@ class Standby(_Gated):
     beside until this one is `idle`, so that nothing of it but a sleeping poll shares the
     host with a timed loop. The wait is not counted against either container's wall-clock
     limit (Container.rebase). Ungated: what run_pair starts itself when it has no
-    standby.
+    standby. With `server`, the entry is a worker of the entry's serving container
+    (run.served) rather than a container of its own.
     """
 
-    def __init__(self, setup: WorkerSetup, batch: Batch, *, gated: bool = True) -> None:
+    def __init__(self, setup: WorkerSetup, batch: Batch, *, gated: bool = True,
+                 server: Server | None = None) -> None:
         self.batch = batch
         self.gated = gated
         self.hold = setup.timing is not None  # the reference's timed loop waits for GO_FILE
@@ -134,7 +155,7 @@ class Standby(_Gated):
             self.ref = self._stack.enter_context(setup.engine.start(container_spec(
                 setup, batch.image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out),
                 batch.ref_limits, gated=gated)))
-            self._start_entry(setup, batch, gated=gated)
+            self._start_entry(setup, batch, gated=gated, server=server)
         except BaseException:
             self._stack.close()
             raise
@@ -147,14 +168,16 @@ class Standby(_Gated):
 
 
 class EntryStandby(_Gated):
-    """A batch's entry container alone, started ahead and gated as in Standby: for a batch
-    whose reference a round has computed already (cached_entry)."""
+    """A batch's entry container alone (or, with `server`, a worker of the entry's serving
+    container), started ahead and gated as in Standby: for a batch whose reference a round
+    has computed already (cached_entry)."""
 
-    def __init__(self, setup: WorkerSetup, batch: Batch) -> None:
+    def __init__(self, setup: WorkerSetup, batch: Batch, *, server: Server | None = None
+                 ) -> None:
         self.batch = batch
         self._stack = contextlib.ExitStack()
         try:
-            self._start_entry(setup, batch, gated=True)
+            self._start_entry(setup, batch, gated=True, server=server)
         except BaseException:
             self._stack.close()
             raise
@@ -164,31 +187,6 @@ class EntryStandby(_Gated):
         return [(self.ent, self._entry_at_gate(self.ent), self.ent_in)]
 
 
-class ServedStandby(_Gated):
-    """A batch's entry alone, started ahead as a worker of the entry's serving container
-    (run.served) rather than in a container of its own, gated as in EntryStandby: for a
-    batch whose reference a round has computed already. Its output folder is the one its
-    slot gets once the batch is over."""
-
-    def __init__(self, server: Server, batch: Batch) -> None:
-        self.batch = batch
-        self._stack = contextlib.ExitStack()
-        self.slot = server.spawn(batch)
-        self._stack.callback(self.slot.close)
-        self.ent, self.ent_in, self.ent_out = self.slot, server.in_dir, self.slot.out_dir
-        self.since = time.monotonic()
-
-    def _gates(self) -> list[tuple[Container, bool, Path]]:
-        return [(self.ent, self._entry_at_gate(self.ent), self.ent_in)]
-
-    def release(self, batch: Batch | None = None) -> None:
-        """Its batch's turn (`batch`: the same batch under the limits it runs with, which
-        the serving container takes only now)."""
-        if not self.released:
-            self.released = True
-            self.slot.release(batch)
-
-
 @dataclass(frozen=True)
 class Beside:
     """What runs beside a batch until its timed loops may start: the standbys started with
@@ -196,7 +194,7 @@ class Beside:
     `after`, the host's judging of the batch before (grading/judging.py, issue 32), idle once
     done."""
 
-    standbys: tuple[Standby | EntryStandby | ServedStandby, ...] = ()
+    standbys: tuple[Standby | EntryStandby, ...] = ()
     after: tuple[Future[Any], ...] = ()
 
     def idle(self) -> bool:

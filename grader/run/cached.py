@@ -1,6 +1,6 @@
 """A batch whose reference a round computed already (grader/round/refcache.py): its entry's
 container alone, started ahead when it could be (ahead.EntryStandby), or a worker of the
-entry's serving container (ahead.ServedStandby, run.served).
+entry's serving container (run.served).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grader.model.runs import Evidence
-from grader.run.ahead import Beside, EntryStandby, ServedStandby
+from grader.run.ahead import Beside, EntryStandby
 from grader.run.batch import Batch, entry_run
 from grader.run.jobs import WorkerSetup
 from grader.run.sequential import EntryRun, entry_container
@@ -20,7 +20,7 @@ from grader.run.served import Server
 
 @contextmanager
 def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
-                 standby: EntryStandby | ServedStandby | None, beside: Beside | None,
+                 standby: EntryStandby | None, beside: Beside | None,
                  server: Callable[[], Server | None] | None = None) -> Iterator[Evidence]:
     """Run the batch's entry on a reference computed earlier (a round's cache,
     grader/round/): in its standby, started ahead of its turn, when there is one still
@@ -33,12 +33,13 @@ def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
         if standby is not None:
             stack.callback(standby.close)
             standby.settle()
-            if not standby.usable() or (isinstance(standby, EntryStandby)
+            # A served worker takes the batch's limits at its release; a container has its own.
+            if not standby.usable() or (not standby.served
                                         and standby.batch.entry_limits != batch.entry_limits):
                 standby.close()
                 standby = None
         if standby is None and server is not None and (serving := server()) is not None:
-            standby = ServedStandby(serving, batch)  # released at once: it runs once set up
+            standby = EntryStandby(setup, batch, server=serving)  # released at once below
             stack.callback(standby.close)
         if standby is None:
             # Started at once, beside the next batches' standbys: only its timed loops wait
@@ -47,10 +48,7 @@ def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
             with entry_container(setup, batch, ref_out, beside=beside) as run:
                 yield run
             return
-        if isinstance(standby, ServedStandby):
-            standby.release(batch)
-        else:
-            standby.release()
+        standby.release(batch)
         exit_state = EntryRun(setup=setup, ent=standby.ent, in_dir=standby.ent_in,
                               cases=batch.cases, problem=batch.problem, ref_out=ref_out,
                               beside=beside).wait()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +23,7 @@ from grader.run.jobs import (
     place,
 )
 from grader.run.sequential import entry_container
+from grader.run.served import Server
 from grader.sandbox.engine import POLL_S
 from grader.sandbox.spec import Limits
 
@@ -40,7 +41,8 @@ class Pair:
 
 @contextmanager
 def run_pair(setup: WorkerSetup, batch: Batch, *, standby: Standby | None = None,
-             beside: Beside | None = None) -> Iterator[Pair]:
+             beside: Beside | None = None,
+             server: Callable[[], Server | None] | None = None) -> Iterator[Pair]:
     """The reference and the entry at once: the entry's container starts and imports (a cold
     `import torch`, and whatever the entry does at import) while the reference makes the
     inputs and expected outputs. The entry's job is delivered once both are done; on a GPU
@@ -53,7 +55,9 @@ def run_pair(setup: WorkerSetup, batch: Batch, *, standby: Standby | None = None
     the next batches' standbys, started by the caller with this one: neither this entry's
     timed loops nor the reference's start before they are idle. The entry's job goes out as
     usual; while `beside` still imports it carries "hold", and the entry's harness, after
-    its warm-up and traced calls, waits for GO before its timed loops.
+    its warm-up and traced calls, waits for GO before its timed loops. `server`: where the
+    entry's serving container comes from (run.served), asked only when there is no usable
+    standby; None: the entry gets a container of its own.
 
     `batch.entry_limits` come from the problem's count of bytes. A problem whose outputs the
     count leaves out (reshape_and_cache returns whole copies of its caches, the count has the
@@ -69,7 +73,10 @@ def run_pair(setup: WorkerSetup, batch: Batch, *, standby: Standby | None = None
             if not standby.usable():
                 standby.close()
                 standby = None
-        st = standby or stack.enter_context(contextlib.closing(Standby(setup, batch, gated=False)))
+        if standby is None:
+            standby = stack.enter_context(contextlib.closing(Standby(
+                setup, batch, gated=False, server=server() if server is not None else None)))
+        st = standby
         st.release()
         yield from _pair_loop(setup, st, beside)
 
