@@ -87,7 +87,8 @@ def test_one_that_never_gets_there_is_dropped(tmp_path: Path,
 class FakeStandby:
     made: ClassVar[list[FakeStandby]] = []
 
-    def __init__(self, _setup: object, batch: str) -> None:
+    def __init__(self, _setup: object, batch: str, *, server: object = None) -> None:
+        assert server is None  # no --serve here
         self.batch = batch
         self.closed = False
         FakeStandby.made.append(self)
