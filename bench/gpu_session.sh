@@ -35,6 +35,16 @@
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
 #                    --ahead-depth D, SERVE=1 with --serve
+#   atrex[:P,..[:N]]  all of Atrex-Bench as a round (issue 32): build/atrex-bench (carry it:
+#                    alibaba/atrex-bench's data/ at eb8697d, docs/import.md) imported as
+#                    /tmp/suites/atrex-bench, bench/atrex_entry.py's entry (our Triton kernels
+#                    from bench/atrex_solutions/ for a few operators, each other operator's
+#                    reference, verdict fallback), then as round: a round of N entries (default
+#                    2: that entry twice; the first computes the references, the later reuses
+#                    them) on it (optionally only problems P,..), stopped at what is left of
+#                    the call less 60 s -> $OUT/round-atrex-bench[-P..].{md,json} (with the
+#                    per-shape CV across the two gradings) and the reports under
+#                    $OUT/round-atrex-bench[-P..]/ (AHEAD_DEPTH, SERVE as for round:)
 #   import:KIND      tests/fixtures/import/KIND (kernelbench, atrex, atrex_real) imported as the
 #                    suite KIND-fixture and its entries (tests/fixtures/import/entries/KIND) graded
 #                    on it: the module problems (KernelBench's ModelNew, weights made in the
@@ -88,6 +98,28 @@ grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
   cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json" 2>/dev/null \
     || cp -r "/tmp/rep-$name/.checkpoint/problems" "$OUT/checkpoint-$name"
   cp "/tmp/rep-$name/report.md" "$OUT/report-$name.md" 2>/dev/null
+}
+run_round() {  # run_round NAME N round_speed.py options...: a round, its reports copied under $OUT
+  local name=$1 n=$2; shift 2
+  # 60 s kept for the round's stop (SIGINT, up to 20 s of clean-up), the reaping of what it
+  # left, and packing $OUT
+  local left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 60 ))
+  if [ "$left" -lt 60 ]; then echo "$name: skipped, ${left} s left"; return; fi
+  rm -rf "/tmp/$name"
+  python3 bench/round_speed.py -n "$n" "$@" \
+    --device cuda --runtime host --python "$PY" --time-limit "$left" \
+    ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
+    -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
+  mkdir -p "$OUT/$name"
+  local d e
+  for d in /tmp/"$name"/entries/*/; do  # a report, or what a cut-short entry finished
+    e=$(basename "$d")
+    if [ -f "$d/report.json" ]; then cp "$d/report.json" "$OUT/$name/$e.json"
+    elif [ -d "$d/.checkpoint/problems" ]; then
+      cp -r "$d/.checkpoint/problems" "$OUT/$name/$e.checkpoint"; fi
+  done
+  cp -r /tmp/"$name"/.round "$OUT/$name/outcomes" 2>/dev/null
+  cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null
 }
 steps=("$@")
 [ ${#steps[@]} = 0 ] && steps=(examples)
@@ -161,28 +193,25 @@ for step in "${steps[@]}"; do
              for p in "${ps[@]}"; do opts+=(--problem "$p"); done
              grade "$dir" "$name" "${opts[@]}" ;;
     round:*) IFS=: read -r _ suite only n <<<"$step"
-             name=round-$suite${only:+-${only//,/-}}
              ropts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
-             # 60 s kept for the round's stop (SIGINT, up to 20 s of clean-up), the reaping
-             # of what it left, and packing $OUT
-             left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 60 ))
-             if [ "$left" -lt 60 ]; then echo "$step: skipped, ${left} s left"; continue; fi
-             rm -rf "/tmp/$name"
              for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
-             python3 bench/round_speed.py --suite "$suite" -n "${n:-3}" "${ropts[@]}" \
-               --device cuda --runtime host --python "$PY" --time-limit "$left" \
-               ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
-               -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
-             mkdir -p "$OUT/$name"
-             for d in /tmp/"$name"/entries/*/; do  # a report, or what a cut-short entry finished
-               e=$(basename "$d")
-               if [ -f "$d/report.json" ]; then cp "$d/report.json" "$OUT/$name/$e.json"
-               elif [ -d "$d/.checkpoint/problems" ]; then
-                 cp -r "$d/.checkpoint/problems" "$OUT/$name/$e.checkpoint"; fi
-             done
-             cp -r /tmp/"$name"/.round "$OUT/$name/outcomes" 2>/dev/null
-             cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null ;;
+             run_round "round-$suite${only:+-${only//,/-}}" "${n:-3}" --suite "$suite" \
+               "${ropts[@]}" ;;
+    atrex|atrex:*) IFS=: read -r _ only n <<<"$step"
+                   if [ ! -d build/atrex-bench/data ]; then
+                     echo "atrex: no build/atrex-bench/data (carry build/atrex-bench)"; continue
+                   fi
+                   mkdir -p /tmp/suites && rm -rf /tmp/suites/atrex-bench /tmp/atrex-entry
+                   /usr/bin/time -f "atrex import wall %e s" python3 -m grader import atrex \
+                     build/atrex-bench -o /tmp/suites/atrex-bench 2>&1 | tail -n 2
+                   python3 bench/atrex_entry.py /tmp/suites/atrex-bench -o /tmp/atrex-entry \
+                     2>&1 | tee "$OUT/atrex-entry.txt"
+                   ropts=(); IFS=, read -ra ps <<<"$only"
+                   for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
+                   run_round "round-atrex-bench${only:+-${only//,/-}}" "${n:-2}" \
+                     --suite atrex-bench --suites /tmp/suites --entry /tmp/atrex-entry \
+                     "${ropts[@]}" ;;
     verify:*) name=${step#verify:}
               left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 20 ))
               if [ "$left" -lt 30 ]; then echo "$step: skipped, ${left} s left"; continue; fi

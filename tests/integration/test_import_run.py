@@ -93,3 +93,34 @@ def test_atrex_as_shipped_graded_with_its_references(engine, runtime, tmp_path: 
     rep = json.loads((tmp_path / "out" / "report.json").read_text())
     topk = next(p for p in rep["problems"] if p["id"] == "topk_filter")["shapes"][0]
     assert topk["comparisons"][0]["mismatched"] == 0  # its -inf matched, not skipped
+
+
+def test_atrex_round_of_our_entry_twice(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """What `bench/gpu_session.sh atrex` runs, on the CPU: an imported Atrex suite (outside
+    the checkout, found through --suites), bench/atrex_entry.py's entry (our Triton
+    fused_add_rms_norm, each other operator's reference) graded twice by
+    bench/round_speed.py: ours `passed`, the references `fallback`, and the second entry
+    reusing the first's references (issue 32)."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    res = _grader("import", "atrex", str(FIXTURES / "atrex_real"), "-o",
+                  str(suites / "atrex-real"))
+    assert res.returncode == 0, res.stderr
+    entry = tmp_path / "entry"
+    res = subprocess.run([sys.executable, "bench/atrex_entry.py", str(suites / "atrex-real"),
+                          "-o", str(entry)], capture_output=True, text=True, cwd=REPO,
+                         check=False)
+    assert res.returncode == 0, res.stderr
+    assert "1 in Triton (fused_add_rms_norm), 2 their own reference" in res.stdout
+    res = subprocess.run([sys.executable, "bench/round_speed.py", "--suite", "atrex-real",
+                          "--suites", str(suites), "--entry", str(entry), "-n", "2",
+                          "-o", str(tmp_path / "r"), "--json", str(tmp_path / "f.json")],
+                         capture_output=True, text=True, cwd=REPO, check=False, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    got = json.loads((tmp_path / "f.json").read_text())
+    assert [(e["status"], e["refs_computed"], e["refs_reused"]) for e in got["entries"]] == [
+        ("graded", 3, 0), ("graded", 0, 3)]
+    for e in got["entries"]:
+        assert _verdicts(tmp_path / "r" / "entries" / e["name"]) == {
+            "fp8_quant_fnuz": ["fallback"], "fused_add_rms_norm": ["passed"],
+            "topk_filter": ["fallback"]}

@@ -1,6 +1,6 @@
 """bench/round_speed.py without Docker: each entry's cost read from a round folder (a graded
 entry from its report, one cut short from its checkpoint), the table, and the first and
-later entries against the targets."""
+later entries against the targets, and the per-shape spread of one folder graded twice."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def _bench():  # type: ignore[no-untyped-def]
     return load_module(REPO / "bench" / "round_speed.py", "_test")
 
 
-def _problem(pid: str, reference_s: float) -> ProblemResult:
-    timing = Timing(median_us=10.0, iqr_us=0.1, cv=0.01, samples=10, method="cuda-events",
+def _problem(pid: str, reference_s: float, median_us: float = 10.0) -> ProblemResult:
+    timing = Timing(median_us=median_us, iqr_us=0.1, cv=0.01, samples=10, method="cuda-events",
                     loop_s=1.5)
     shape = ShapeResult(id="s", phase="decode", smoke=False, params={"n": 4},
                         verdict=Verdict.PASSED, timing=timing)
@@ -46,7 +46,8 @@ def _problem(pid: str, reference_s: float) -> ProblemResult:
                                    "entry_import": 0.2, "judge": 0.25})
 
 
-def _round(tmp_path: Path) -> RoundDir:
+def _round(tmp_path: Path, sources: tuple[str, ...] = ("first", "second", "cut", "waiting"),
+           second_us: float = 10.0) -> RoundDir:
     rd = RoundDir(tmp_path / "r")
     names = ("first", "second", "cut", "waiting")
     manifest = Manifest(
@@ -54,11 +55,12 @@ def _round(tmp_path: Path) -> RoundDir:
         suite=SuiteRef(id="demo", version="0.2.0", weights_version="0.1.0", digest="d" * 64),
         settings=Settings(policy="triton", device="cuda", runtime="host", hardware="auto",
                           shapes="auto"), seed_commitment=commitment(SECRET),
-        entries=[ManifestEntry(name=n, source=n, bundle=f"bundles/{n}.tar", sha256="0" * 64)
-                 for n in names])
+        entries=[ManifestEntry(name=n, source=src, bundle=f"bundles/{n}.tar", sha256="0" * 64)
+                 for n, src in zip(names, sources, strict=True)])
     rd.create(manifest, SECRET)
     for name, ref_s, wall in (("first", 6.0, 250.0), ("second", 0.0, 150.0)):
-        problems = [_problem("a", ref_s), _problem("b", ref_s)]
+        us = second_us if name == "second" else 10.0
+        problems = [_problem("a", ref_s, us), _problem("b", ref_s, us)]
         rep = Report(created_at=datetime(2026, 1, 5, tzinfo=UTC),
                      submission=SubmissionSummary(name=name, suite="demo", dsl="triton",
                                                   bundle_sha256="0" * 64),
@@ -107,3 +109,19 @@ def test_targets_are_judged_only_for_the_whole_suite_on_a_gpu(tmp_path: Path) ->
     assert "not judged" in bench.summary(costs, whole_suite_on_gpu=False)[-1]
     assert bench.summary([], whole_suite_on_gpu=True) == [
         "no entry finished: nothing to compare with the targets"]
+    # all of Atrex-Bench (issue 32): a target for later entries only
+    atrex = bench.summary(costs, whole_suite_on_gpu=True, suite="atrex-bench")
+    assert "target later <= 600 s: met" in atrex
+    assert not any(line.startswith("target first") for line in atrex)
+
+
+def test_the_spread_of_one_folder_graded_twice(tmp_path: Path) -> None:
+    bench = _bench()
+    assert bench.spreads(_round(tmp_path / "distinct")) == []  # no folder graded twice
+    # the same folder as "first" (10 µs) and "second" (12 µs); "cut" is another folder
+    rd = _round(tmp_path / "same", sources=("dir", "dir", "cut", "waiting"), second_us=12.0)
+    (spread,) = bench.spreads(rd)
+    assert (spread.source, spread.gradings, spread.shapes) == ("dir", 2, 2)
+    assert abs(spread.median_cv - 2 ** 0.5 / 11) < 1e-12  # stdev of (10, 12) over 11
+    assert spread.max_cv == spread.median_cv and spread.worst[0][2] == [10.0, 12.0]
+    assert "2 shapes, median 12.86%" in bench.spread_lines([spread])[0]
