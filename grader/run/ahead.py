@@ -161,6 +161,8 @@ class Standby(_Gated):
             raise
         self.since = time.monotonic()
         self.released = not gated
+        if not gated and isinstance(self.ent, Slot):  # a served worker always has a gate
+            self.ent.release()
 
     def _gates(self) -> list[tuple[Container, bool, Path]]:
         return [(self.ref, (self.ref_out / GATE_FILE).exists(), self.ref_in),
