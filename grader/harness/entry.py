@@ -52,6 +52,7 @@ from .protocol import (
     RESULT_FILE,
     STACK_SIGNAL,
     TRACED_FILE,
+    WORKER_ENV,
     case_file,
 )
 
@@ -123,6 +124,10 @@ def _prepare(phase: Phases) -> str:
     """The device ("cuda" or "cpu"); on a GPU its context and the device profiler's one-time
     set-up, made at the standby's gate when started ahead (main._standby), else here."""
     prepared = _standby(phase, _prepare_cuda)
+    if os.environ.get(WORKER_ENV):  # released: dumpable as any worker (boot.py, zygote.py)
+        from .sweep import set_dumpable
+
+        set_dumpable(True)
     device = "cuda" if os.environ.get(DEVICE_ENV) == "cuda" else "cpu"
     if device == "cuda" and not prepared:
         with phase("prepare"):

@@ -29,7 +29,7 @@ Standby (GRADER_STANDBY=1 in the environment; run.ahead.Standby): either role fi
              torch (and Triton); on a GPU the entry's harness then makes its CUDA context and
              the device profiler's one-time set-up; then it signals the gate (the entry a
              "standby" frame, the reference /grader/out/.standby.json) and waits for
-             /grader/in/start.json; only then does it go on as above. Nothing
+             /grader/in/start.json (a served worker: its own); only then does it go on. Nothing
              before the gate loads the entry's file or reads an input: the host starts a
              batch's containers while the batch before it still runs, and holds that batch's
              timed loops until these are idle here (at the gate, all of the above done).
@@ -69,9 +69,10 @@ from .protocol import (
     RESULT,
     RESULT_FILE,
     STANDBY_ENV,
-    START_FILE,
     TOKEN_FD,
+    WORKER_ENV,
     case_file,
+    gate_file,
 )
 from .protocol import ENTRY_FILE as _ENTRY_FILE
 from .protocol import IN as _IN
@@ -212,11 +213,10 @@ def _standby(phase: Phases, gpu_setup: Callable[[], None] | None = None) -> bool
                 prepared = True
             except Exception:  # tried again after the gate, where the cases meet it
                 pass
-    # Evidence for tests/gpu (the host decides nothing on it).
     _signal_host(GATE_FILE, {"ok": True, "cuda_initialized": torch.cuda.is_initialized(),
-                          "prepared": prepared})
+                          "prepared": prepared})  # evidence for tests/gpu, no more
     with phase("gate"):
-        _wait_for(IN / START_FILE, STANDBY_WAIT_S)
+        _wait_for(IN / gate_file(os.environ.get(WORKER_ENV)), STANDBY_WAIT_S)
     return prepared
 
 

@@ -31,8 +31,11 @@ ENTRY_FILE = f"{ENTRY}/{KERNEL_FILE}"  # the path entries' tracebacks name
 REFERENCE_MODE = "reference"
 ENTRY_MODE = "entry"
 # An entry's serving container (issue 32): its warden runs one fresh worker process per batch
-# of the entry, each a standby at its gate until the host releases it (harness/warden.py).
+# of the entry, each a standby at its gate until the host releases it (harness/serve.py).
 SERVE_MODE = "serve"
+# Its warden's zygote (harness/zygote.py): imports torch and the harness once, then forks each
+# worker. Started by the warden only, never an entry container's command.
+ZYGOTE_MODE = "zygote"
 
 # -- files the host places in IN (each written whole, then renamed into place) ----------------
 JOB_FILE = "job.json"  # the cases and knobs; an entry's only once its module is imported
@@ -52,6 +55,14 @@ def start_file(worker: int) -> str:
     return f"start-{worker}.json"
 
 
+def gate_file(worker: str | None) -> str:
+    """A standby's release, in IN: a served worker's own (WORKER_ENV's value), else START_FILE."""
+    return f"{SERVE_DIR}/{start_file(int(worker))}" if worker else START_FILE
+
+
+# Where a batch can leave state in its container besides OUT: a serving container's warden
+# empties them after each batch (harness/sweep.py).
+SCRATCH = ("/tmp", "/dev/shm", "/dev/mqueue")
 
 # -- files the harness writes in OUT ----------------------------------------------------------
 # Names with a dot first are not output files (evidence.read_out_dir passes them over).

@@ -30,6 +30,7 @@ into the logs like any of its output: evidence of where it hung, never a verdict
 handler, pid 1 now also takes that one signal from inside; the entry can only make itself dump
 its own stacks into its own capped logs with it.
 
+A serving container's warden (serve.py: one worker per batch) shares its parts.
 Standard library only (the names it shares with the host are protocol.py's).
 """
 
@@ -37,14 +38,12 @@ from __future__ import annotations
 
 import base64
 import codecs
-import ctypes
 import fcntl
 import hmac
 import json
 import os
 import selectors
 import signal
-import sys
 import time
 from typing import Any
 
@@ -60,9 +59,9 @@ from .protocol import (
     STANDBY,
     STANDBY_ENV,
     TAMPERING,
-    TOKEN_FD,
     TRACED,
 )
+from .sweep import set_dumpable
 
 DEFAULT_LOG_BYTES = 1 << 20
 # Docker's json-file driver writes each line as {"log": "...", "stream": ..., "time": ...};
@@ -73,7 +72,6 @@ _EXPENSIVE = bytes(b for b in range(0x20) if b != 0x0A) + b"<>&"  # written as \
 _SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 EXIT_GRACE_S = 2.0  # the frame pipe may close a moment before its writer can be reaped
 REAP_S = 5.0
-PR_SET_DUMPABLE = 4
 
 
 class Tampering(Exception):
@@ -199,40 +197,47 @@ def _write_all(fd: int, data: bytes) -> None:
 def _no_dump() -> None:
     """Not dumpable: /proc/1/{fd,mem,environ} and ptrace closed to the same uid."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+        set_dumpable(False)
     except (OSError, AttributeError) as exc:
         _write_all(2, f"[grader warden: cannot make itself non-dumpable: {exc}]\n".encode())
 
 
-def _spawn(argv: list[str], token: str, own_session: bool) -> tuple[int, int, int, int]:
-    """Fork and exec the worker; returns (pid, frame read end, stdout read end, stderr read
-    end)."""
+def _pipes(token: str) -> tuple[list[int], tuple[int, int, int]]:
+    """A worker's fds 0-4 (null, stdout, stderr, frames, token) and ours (frames, out, err)."""
     frames_r, frames_w = os.pipe()
     token_r, token_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     _write_all(token_w, token.encode())
     os.close(token_w)
-    env = {**os.environ, CHANNEL_ENV: str(FRAME_FD)}
+    null = os.open(os.devnull, os.O_RDONLY)
+    return [null, out_w, err_w, frames_w, token_r], (frames_r, out_r, err_r)
+
+
+def _exec(argv: list[str], fds: list[int], env: dict[str, str], own_session: bool) -> int:
+    """Fork and exec `argv` with `fds` as its fds 0, 1, ... and nothing else; its pid."""
     pid = os.fork()
-    if pid == 0:  # the worker: only fds 0-4 survive the exec
+    if pid == 0:
         try:
             if own_session:  # outside a container: killpg reaches what it forks
                 os.setsid()
-            null = os.open(os.devnull, os.O_RDONLY)
             # Moved above the targets first, so that no dup2 overwrites a source.
-            srcs = [fcntl.fcntl(fd, fcntl.F_DUPFD, 16)
-                    for fd in (null, out_w, err_w, frames_w, token_r)]
+            srcs = [fcntl.fcntl(fd, fcntl.F_DUPFD, 16) for fd in fds]
             for target, src in enumerate(srcs):
                 os.dup2(src, target, inheritable=True)
-            os.closerange(TOKEN_FD + 1, max(os.sysconf("SC_OPEN_MAX"), 64))
+            os.closerange(len(fds), max(os.sysconf("SC_OPEN_MAX"), 64))
             os.execve(argv[0], argv, env)
         except BaseException as exc:  # nothing may return into the warden
             os.write(2, f"[grader warden: cannot start the harness: {exc}]\n".encode())
         os._exit(127)
-    for fd in (frames_w, token_r, out_w, err_w):
+    return pid
+
+
+def _spawn(argv: list[str], token: str, own_session: bool) -> tuple[int, int, int, int]:
+    """The worker (fds 0-4 only): (pid, frame read end, stdout read end, stderr read end)."""
+    child, (frames_r, out_r, err_r) = _pipes(token)
+    pid = _exec(argv, child, {**os.environ, CHANNEL_ENV: str(FRAME_FD)}, own_session)
+    for fd in child:
         os.close(fd)
     return pid, frames_r, out_r, err_r
 
@@ -385,15 +390,10 @@ class _Result(Exception):  # control flow: the result frame arrived
 def main(argv: list[str]) -> int:
     """Run the worker `argv` (an absolute interpreter path first) under the warden."""
     _no_dump()
-    # Python's own SIGINT handler would raise inside the warden; the default, for a
-    # namespace's init, is that the kernel drops the signal.
+    # Python's SIGINT handler would raise in the warden; a namespace's init drops it unhandled.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         return Warden(argv).run()
     except OSError as exc:  # the container's own limits (pids, fds): the worker never ran
         _write_all(2, f"[grader warden: {exc}]\n".encode())
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
