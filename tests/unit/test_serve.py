@@ -11,6 +11,7 @@ descendants, not every process; the last test runs it as pid 1 of namespaces of 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import queue
@@ -31,6 +32,7 @@ from grader.harness import protocol
 from grader.harness.protocol import (
     ARMED,
     DEVICE_ENV,
+    ENTRY_MODE,
     GONE,
     JOB_FILE,
     READY,
@@ -41,7 +43,9 @@ from grader.harness.protocol import (
     SERVE_MODE,
     STANDBY,
     TAMPERING,
+    WORKER_ENV,
     WORKER_KEY,
+    ZYGOTE_MODE,
     spawn_file,
     start_file,
 )
@@ -90,8 +94,10 @@ def kernel(x):
             os.setsid()
             if os.fork() == 0:
                 (WORK / "daemon").write_text(str(os.getpid()))
-                time.sleep(1.5)
-                (WORK / "daemon_woke").write_text("still here")
+                end = time.monotonic() + 60
+                while time.monotonic() < end:  # writes its state back as it is wiped
+                    (WORK / "scratch" / "tmp" / "beat").write_text(str(time.monotonic()))
+                    time.sleep(0.02)
                 os._exit(0)
             os._exit(0)
         while not (WORK / "daemon").exists():
@@ -100,7 +106,10 @@ def kernel(x):
         seen = {{"tmp": sorted(os.listdir(WORK / "scratch" / "tmp")),
                 "shm": sorted(os.listdir(WORK / "scratch" / "shm")),
                 "sysv": open("/proc/sysvipc/shm").read().splitlines()[1:],
-                "pids": sorted(int(n) for n in os.listdir("/proc") if n.isdigit())}}
+                "pids": sorted(int(n) for n in os.listdir("/proc") if n.isdigit()),
+                "cmdline": open("/proc/self/cmdline").read().split("\0"),
+                "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
+                "env": {{k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", {worker_env!r})}}}}
         (WORK / "seen.json").write_text(json.dumps(seen))
     elif word == "crash":
         os._exit(7)
@@ -133,7 +142,8 @@ def _harness_copy(root: Path) -> Path:
                 "scratch/tmp", "scratch/shm"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     (root / "in" / RECIPE_DIR / REFERENCE_FILE).write_text(RECIPE)
-    (root / "entry" / protocol.KERNEL_FILE).write_text(KERNEL.format(work=str(root)))
+    kernel = KERNEL.format(work=str(root), worker_env=WORKER_ENV)
+    (root / "entry" / protocol.KERNEL_FILE).write_text(kernel)
     return lib / "boot.py"
 
 
@@ -245,13 +255,31 @@ def test_batches_run_in_fresh_workers_and_leave_nothing(host: Host, tmp_path: Pa
     assert host.batch(2, "look")["data"]["cases"]["s.0"]["ok"]
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert (seen["tmp"], seen["shm"]) == ([], [])
-    time.sleep(1.6)
-    assert not (tmp_path / "daemon_woke").exists()
+    time.sleep(0.3)
+    assert not (tmp_path / "scratch" / "tmp" / "beat").exists()
     assert [f["frame"] for f in host.seen] == [STANDBY, STANDBY, ARMED, READY, RESULT,
                                                ARMED, READY, RESULT]
     shm_id = int((tmp_path / "shm_id").read_text())
     if shm_id >= 0:  # outside a container the warden leaves the host's IPC namespace alone
         subprocess.run(["ipcrm", "-m", str(shm_id)], check=False, capture_output=True)
+
+
+def test_workers_forked_by_the_zygote_run_as_those_started_by_exec(host: Host,
+                                                                   tmp_path: Path) -> None:
+    """The first workers start by fork and exec while the zygote imports; once it is ready,
+    it forks them: released, they are dumpable and see the environment an exec'd one sees."""
+    for worker in range(1, 9):
+        host.spawn(worker)
+        host.standbys(worker)
+        assert host.batch(worker, "look")["data"]["cases"]["s.0"]["ok"]
+        seen = json.loads((tmp_path / "seen.json").read_text())
+        assert seen["dumpable"] == 1
+        assert seen["env"] == {"OPENBLAS_NUM_THREADS": None, WORKER_ENV: str(worker)}
+        if seen["cmdline"][-2:] == [ZYGOTE_MODE, ""]:
+            break
+        assert seen["cmdline"][-2:] == [ENTRY_MODE, ""], seen["cmdline"]  # fork and exec
+    else:
+        pytest.fail("no worker was forked by the zygote: " + host.log)
 
 
 def test_a_gated_worker_that_dies_is_gone_and_serving_goes_on(host: Host) -> None:
@@ -322,3 +350,74 @@ def _children(pid: int) -> list[int]:
             if int(fields[1]) == pid and fields[0] != "Z":
                 found.append((int(fields[19]), int(name)))
     return [p for _, p in sorted(found)]
+
+
+UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--ipc", "--mount",
+           "--mount-proc"]
+
+
+def _namespaces() -> bool:
+    try:
+        return subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=30,
+                              check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _namespaces(), reason="no unprivileged user, pid and IPC namespaces")
+def test_as_pid_1_nothing_of_a_batch_reaches_the_next(tmp_path: Path) -> None:
+    """The container's path: the warden is pid 1 of its pid and IPC namespaces, so it ends
+    every process but the survivors and removes the SysV IPC objects a batch made."""
+    boot = _harness_copy(tmp_path)
+    host = Host(tmp_path, [*UNSHARE, sys.executable, "-I", str(boot), SERVE_MODE])
+    try:
+        host.spawn(1)
+        host.spawn(2)
+        host.standbys(1, 2)
+        host.batch(1, "leave")
+        assert int((tmp_path / "shm_id").read_text()) >= 0  # the segment was made
+        host.batch(2, "look")
+        seen = json.loads((tmp_path / "seen.json").read_text())
+        assert (seen["tmp"], seen["shm"], seen["sysv"]) == ([], [], [])
+        daemon = int((tmp_path / "daemon").read_text())  # its pid in the namespace
+        assert daemon not in seen["pids"]
+        assert len(seen["pids"]) <= 3, seen  # the warden, the zygote, worker 2
+    finally:
+        host.end()
+
+
+def test_empty_removes_what_a_batch_can_leave(tmp_path: Path) -> None:
+    """sweep.empty: deeper than PATH_MAX, closed modes, links not followed, the directory's
+    own mode and times put back."""
+    from grader.harness.sweep import empty, top
+
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.write_text("keep")
+    os.chmod(scratch, 0o1777)
+    before = top(str(scratch))
+    fd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(250):  # 250 * 21 bytes: past PATH_MAX
+        os.mkdir("d" * 20, dir_fd=fd)
+        inner = os.open("d" * 20, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(os.open("f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+    os.close(fd)
+    (scratch / "closed" / "inner").mkdir(parents=True)
+    (scratch / "closed" / "inner" / "f").write_text("x")
+    os.chmod(scratch / "closed" / "inner", 0)
+    os.chmod(scratch / "closed", 0)
+    (scratch / "link").symlink_to(outside)
+    (scratch / "dirlink").symlink_to(tmp_path)
+    os.mkfifo(scratch / "fifo")
+    with contextlib.suppress(OSError):  # where the file system takes user attributes
+        os.setxattr(scratch, "user.carry", b"state")
+    os.utime(scratch, (1, 2))
+    assert before is not None
+    empty(before)
+    assert list(scratch.iterdir()) == [] and outside.read_text() == "keep"
+    after = top(str(scratch))
+    assert after is not None and os.listxattr(scratch) == []
+    assert (after[1], after[3]) == (before[1], before[3])  # its mode and mtime (the test's
+    # own listing above moved its atime)
