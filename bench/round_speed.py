@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the round folder (default: a fresh one under $TMPDIR)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--serve", action="store_true",
-                    help="grader round --serve: later entries' batches in serving containers")
+                    help="grader round --serve: every entry's batches in serving containers")
     ap.add_argument("--ahead-depth", type=int, default=None,
                     help="grader round --ahead-depth (default: the grader's)")
     args = ap.parse_args(argv)
