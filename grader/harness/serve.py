@@ -42,6 +42,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from .procs import exec_with, no_dump, pipes, reaped, write_all
 from .protocol import (
     CHANNEL_ENV,
     ENTRY_MODE,
@@ -80,10 +81,6 @@ from .warden import (
     Protocol,
     Relay,
     Tampering,
-    _exec,
-    _no_dump,
-    _pipes,
-    _write_all,
     encode_frame,
 )
 from .zygote import Zygotes
@@ -184,12 +181,13 @@ class Server:
 
     def _start(self, number: int, args: list[str], log_bytes: int) -> None:
         token = os.urandom(16).hex()
-        child, (frames_r, out_r, err_r) = _pipes(token)
+        child, (frames_r, out_r, err_r) = pipes(token)
         env = {CHANNEL_ENV: str(FRAME_FD), STANDBY_ENV: "1", WORKER_ENV: str(number)}
         try:
             pid = self.zygotes.fork(child, env, args)
             if pid is None:
-                pid = _exec([*self.boot, ENTRY_MODE, *args], child, {**os.environ, **env}, False)
+                pid = exec_with([*self.boot, ENTRY_MODE, *args], child,
+                                {**os.environ, **env}, False)
         except OSError as exc:  # the container's limits (pids, fds)
             for fd in (frames_r, out_r, err_r):
                 os.close(fd)
@@ -255,17 +253,7 @@ class Server:
 
     def _reap(self) -> None:
         """Reaps whatever has exited (orphans come here); continues what a batch stopped."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG | os.WUNTRACED)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if os.WIFSTOPPED(status):
-                with suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
-                continue
+        for pid, status in reaped():
             self.zygotes.reaped(pid, status)
             for w in self.workers.values():
                 if w.pid == pid:
@@ -314,7 +302,7 @@ class Server:
         self._send(w.number, GONE, _why(reason))
 
     def _send(self, number: int, kind: str, body: dict[str, Any]) -> None:
-        _write_all(1, encode_frame(kind, {**body, WORKER_KEY: number}))
+        write_all(1, encode_frame(kind, {**body, WORKER_KEY: number}))
 
     def _between(self, w: Worker, body: dict[str, Any]) -> None:
         """The active worker's result: steps 1-4 of the module's docstring, then the frame."""
@@ -331,7 +319,7 @@ class Server:
             if self.pid1:  # outside a container the IPC namespace is not the warden's
                 remove_sysv_ipc()
         except OSError as exc:
-            _write_all(2, f"[grader warden: cannot clean up after a batch: {exc}]\n".encode())
+            write_all(2, f"[grader warden: cannot clean up after a batch: {exc}]\n".encode())
             raise _End(w, (RESULT, body)) from None
         self._close(w)
         changed = self._intact()
@@ -355,7 +343,7 @@ class Server:
         if mine == self.baseline:
             return None
         reason = "the warden was changed from outside: " + difference(mine, self.baseline)
-        _write_all(2, f"[grader warden: {reason}; the container ends]\n".encode())
+        write_all(2, f"[grader warden: {reason}; the container ends]\n".encode())
         for w in list(self.workers.values()):
             self._gone(w, reason)
         return reason
@@ -390,10 +378,10 @@ class Server:
 
 def main(boot: list[str]) -> int:
     """Serve the entry's batches; `boot` runs boot.py (an absolute interpreter path first)."""
-    _no_dump()
+    no_dump()
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as warden.main
     try:
         return Server(boot).run()
     except OSError as exc:
-        _write_all(2, f"[grader warden: {exc}]\n".encode())
+        write_all(2, f"[grader warden: {exc}]\n".encode())
         return 1

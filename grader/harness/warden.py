@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import base64
 import codecs
-import fcntl
 import hmac
 import json
 import os
@@ -47,6 +46,7 @@ import signal
 import time
 from typing import Any
 
+from .procs import exec_with, no_dump, pipes, reaped, write_all
 from .protocol import (
     ARMED,
     CHANNEL_ENV,
@@ -61,7 +61,6 @@ from .protocol import (
     TAMPERING,
     TRACED,
 )
-from .sweep import set_dumpable
 
 DEFAULT_LOG_BYTES = 1 << 20
 # Docker's json-file driver writes each line as {"log": "...", "stream": ..., "time": ...};
@@ -176,67 +175,19 @@ class Relay:
         cost = log_cost(text)
         if cost <= self.left:
             self.left -= cost
-            _write_all(self.out_fd, text)
+            write_all(self.out_fd, text)
             return
         if not self.dropped:
             note = b"\n[grader warden: the entry's output beyond the log cap is dropped]\n"
-            _write_all(self.out_fd, note)
+            write_all(self.out_fd, note)
         self.left = 0
         self.dropped += len(data)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except InterruptedError:
-            continue
-
-
-def _no_dump() -> None:
-    """Not dumpable: /proc/1/{fd,mem,environ} and ptrace closed to the same uid."""
-    try:
-        set_dumpable(False)
-    except (OSError, AttributeError) as exc:
-        _write_all(2, f"[grader warden: cannot make itself non-dumpable: {exc}]\n".encode())
-
-
-def _pipes(token: str) -> tuple[list[int], tuple[int, int, int]]:
-    """A worker's fds 0-4 (null, stdout, stderr, frames, token) and ours (frames, out, err)."""
-    frames_r, frames_w = os.pipe()
-    token_r, token_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    _write_all(token_w, token.encode())
-    os.close(token_w)
-    null = os.open(os.devnull, os.O_RDONLY)
-    return [null, out_w, err_w, frames_w, token_r], (frames_r, out_r, err_r)
-
-
-def _exec(argv: list[str], fds: list[int], env: dict[str, str], own_session: bool) -> int:
-    """Fork and exec `argv` with `fds` as its fds 0, 1, ... and nothing else; its pid."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if own_session:  # outside a container: killpg reaches what it forks
-                os.setsid()
-            # Moved above the targets first, so that no dup2 overwrites a source.
-            srcs = [fcntl.fcntl(fd, fcntl.F_DUPFD, 16) for fd in fds]
-            for target, src in enumerate(srcs):
-                os.dup2(src, target, inheritable=True)
-            os.closerange(len(fds), max(os.sysconf("SC_OPEN_MAX"), 64))
-            os.execve(argv[0], argv, env)
-        except BaseException as exc:  # nothing may return into the warden
-            os.write(2, f"[grader warden: cannot start the harness: {exc}]\n".encode())
-        os._exit(127)
-    return pid
-
-
 def _spawn(argv: list[str], token: str, own_session: bool) -> tuple[int, int, int, int]:
     """The worker (fds 0-4 only): (pid, frame read end, stdout read end, stderr read end)."""
-    child, (frames_r, out_r, err_r) = _pipes(token)
-    pid = _exec(argv, child, {**os.environ, CHANNEL_ENV: str(FRAME_FD)}, own_session)
+    child, (frames_r, out_r, err_r) = pipes(token)
+    pid = exec_with(argv, child, {**os.environ, CHANNEL_ENV: str(FRAME_FD)}, own_session)
     for fd in child:
         os.close(fd)
     return pid, frames_r, out_r, err_r
@@ -311,23 +262,14 @@ class Warden:
                 if self.buf:
                     raise Tampering("bytes on the frame channel after the result frame")
                 raise _Result(body)
-            _write_all(1, encode_frame(kind, body))
+            write_all(1, encode_frame(kind, body))
         if len(self.buf) > max(FRAME_MAX.values()):
             raise Tampering(f"a frame longer than {max(FRAME_MAX.values())} bytes")
 
     def _reap(self) -> None:
         """Reaps whatever has exited (pid 1 inherits orphans); resumes a stopped worker."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG | os.WUNTRACED)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if os.WIFSTOPPED(status):
-                # A process may stop itself (SIGSTOP); as pid 1 the harness was immune to that.
-                os.kill(pid, signal.SIGCONT)
-            elif pid == self.worker:
+        for pid, status in reaped():
+            if pid == self.worker:
                 self.status = status
 
     def _drain(self, fd: int) -> None:
@@ -373,7 +315,7 @@ class Warden:
             if key.fd != self.frames_fd:
                 self._drain(key.fd)
         if frame is not None:
-            _write_all(1, encode_frame(*frame))
+            write_all(1, encode_frame(*frame))
             return 0
         status = self.status or 0
         if os.WIFSIGNALED(status):
@@ -389,11 +331,11 @@ class _Result(Exception):  # control flow: the result frame arrived
 
 def main(argv: list[str]) -> int:
     """Run the worker `argv` (an absolute interpreter path first) under the warden."""
-    _no_dump()
+    no_dump()
     # Python's SIGINT handler would raise in the warden; a namespace's init drops it unhandled.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         return Warden(argv).run()
     except OSError as exc:  # the container's own limits (pids, fds): the worker never ran
-        _write_all(2, f"[grader warden: {exc}]\n".encode())
+        write_all(2, f"[grader warden: {exc}]\n".encode())
         return 1

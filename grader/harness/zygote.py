@@ -44,9 +44,9 @@ import socket
 import sys
 from typing import Any, NoReturn
 
+from .procs import exec_with
 from .protocol import ENTRY_MODE
 from .sweep import Ident, difference, fingerprint, ident, set_dumpable, stopped
-from .warden import _exec
 
 SOCKET_FD = 3  # the zygote's end of its socket
 FORK_WAIT_S = 10.0  # a fork of the imported process takes milliseconds
@@ -74,7 +74,7 @@ class Zygote:
         try:
             # Its stderr is the warden's (the container's logs): it writes a line when it
             # cannot serve, nothing a batch controls.
-            self.pid: int = _exec(argv, [null, null, 2, theirs.fileno()], env, False)
+            self.pid: int = exec_with(argv, [null, null, 2, theirs.fileno()], env, False)
         finally:
             os.close(null)
             theirs.close()

@@ -52,7 +52,7 @@ from grader.model.runs import ExitState
 from grader.run.batch import Batch
 from grader.run.jobs import CODE, SLACK, WorkerSetup, entry_args, place, served_spec
 from grader.sandbox.capped import can_mount, private_dir, resize
-from grader.sandbox.engine import POLL_S
+from grader.sandbox.engine import POLL_S, poll_to_exit
 from grader.sandbox.spec import Limits
 
 # Batches one serving container runs; then the next takes over. Its log file holds every
@@ -294,11 +294,7 @@ class Slot:
              wall_s: float | None = None) -> ExitState:
         if wall_s is not None:
             self.deadline = self.started + wall_s
-        while (done := self.poll()) is None:
-            if on_poll is not None:
-                on_poll()
-            time.sleep(POLL_S)
-        return done
+        return poll_to_exit(self.poll, on_poll)
 
     def kill(self) -> None:
         if self._exit is None:

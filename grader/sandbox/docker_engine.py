@@ -22,7 +22,7 @@ from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from grader.errors import DockerUnavailable, ImageBuildError, InfraError
 from grader.model.runs import ExitState
-from grader.sandbox.engine import POLL_S
+from grader.sandbox.engine import POLL_S, poll_to_exit
 from grader.sandbox.spec import ROLE_LABEL, SESSION_LABEL, ContainerSpec
 
 IMAGE_LABEL = "grader.image"
@@ -325,11 +325,7 @@ class RunningContainer:
         """Wait for exit, killing the container when the wall-clock limit passes."""
         if wall_s is not None:
             self.deadline = self.started + wall_s
-        while (done := self.poll()) is None:
-            if on_poll is not None:
-                on_poll()
-            time.sleep(POLL_S)
-        return done
+        return poll_to_exit(self.poll, on_poll)
 
     def _exit_state(self, timed_out: bool, at: float | None = None) -> ExitState:
         wall = (time.monotonic() if at is None else at) - self.started - self.held_s

@@ -11,6 +11,7 @@ integration tests on the real one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -20,6 +21,17 @@ from grader.model.runs import ExitState
 from grader.sandbox.spec import ContainerSpec
 
 POLL_S = 0.05  # how often a running container is looked at
+
+
+def poll_to_exit(poll: Callable[[], ExitState | None],
+                 on_poll: Callable[[], None] | None = None) -> ExitState:
+    """Look (`poll`) every POLL_S until a container has exited, running `on_poll` between
+    looks: every Container's `wait`."""
+    while (done := poll()) is None:
+        if on_poll is not None:
+            on_poll()
+        time.sleep(POLL_S)
+    return done
 
 
 @runtime_checkable

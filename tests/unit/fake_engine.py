@@ -54,7 +54,7 @@ from grader.harness.protocol import (
 )
 from grader.harness.warden import encode_frame
 from grader.model.runs import ExitState
-from grader.sandbox.engine import POLL_S
+from grader.sandbox.engine import poll_to_exit
 from grader.sandbox.spec import ContainerSpec, Role
 
 Steps = Generator[None, None, int]
@@ -157,11 +157,7 @@ class FakeContainer:
              wall_s: float | None = None) -> ExitState:
         if wall_s is not None:
             self.deadline = self.started + wall_s
-        while (done := self.poll()) is None:
-            if on_poll is not None:
-                on_poll()
-            time.sleep(POLL_S)
-        return done
+        return poll_to_exit(self.poll, on_poll)
 
     def kill(self) -> None:
         if self._exit is None:
