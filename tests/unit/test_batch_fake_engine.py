@@ -62,7 +62,7 @@ def _quick(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(capped, "can_mount", lambda: False)
     for module in (ahead, pair):  # the protocols that wait between looks
         monkeypatch.setattr(module, "POLL_S", 0.0)
-    monkeypatch.setattr("fake_engine.POLL_S", 0.0)
+    monkeypatch.setattr("grader.sandbox.engine.POLL_S", 0.0)  # every Container's wait
 
 
 @pytest.fixture(scope="module")
