@@ -25,19 +25,27 @@ pytestmark = [pytest.mark.docker, pytest.mark.gpu]
 GPU_HOST = GradingSettings(device="cuda", runtime="host")
 
 
-def _grade(example: str, tmp_path: Path, start_ahead: str = "auto"):  # type: ignore[no-untyped-def]
+def _grade(example: str, tmp_path: Path, start_ahead: str = "auto",  # type: ignore[no-untyped-def]
+           serve: bool = False):
     from grader.intake.tools import create_bundle
 
     bundle = tmp_path / f"{example}.tar"
     create_bundle(REPO / "examples" / example, bundle)
     grading = GradingOptions(bundle=bundle, out_dir=tmp_path / "out", settings=GPU_HOST,
                              python=sys.executable,
-                             scheduling=Scheduling(start_ahead=start_ahead))
+                             scheduling=Scheduling(start_ahead=start_ahead, serve=serve))
     return grade_bundle(RunOptions(grading=grading, presentation=Presentation(quiet=True)))
 
 
-def test_triton_example_passes_with_timings_and_own_kernels(tmp_path: Path) -> None:
-    rep = _grade("triton", tmp_path)
+# served: every batch a worker of one serving container (--serve, issue 32), each forked by
+# the zygote, making its CUDA context and the profiler's set-up after the fork.
+SERVED = pytest.mark.parametrize("serve", [False, True], ids=["containers", "served"])
+
+
+@SERVED
+def test_triton_example_passes_with_timings_and_own_kernels(tmp_path: Path, serve: bool
+                                                             ) -> None:
+    rep = _grade("triton", tmp_path, serve=serve)
     assert rep.environment.is_performance and "H" in rep.environment.device
     for p in rep.problems:
         for s in p.shapes:
@@ -48,8 +56,9 @@ def test_triton_example_passes_with_timings_and_own_kernels(tmp_path: Path) -> N
             assert any(k.kind == "own_triton" for k in s.trace.device_kernels)
 
 
-def test_torch_fallback_is_caught_with_vendor_kernels(tmp_path: Path) -> None:
-    rep = _grade("torch-fallback", tmp_path)
+@SERVED
+def test_torch_fallback_is_caught_with_vendor_kernels(tmp_path: Path, serve: bool) -> None:
+    rep = _grade("torch-fallback", tmp_path, serve=serve)
     assert {p.verdict for p in rep.problems} == {Verdict.FALLBACK}
     matmul = next(p for p in rep.problems if p.id == "matmul")
     kinds = {k.kind for s in matmul.shapes if s.trace for k in s.trace.device_kernels}
