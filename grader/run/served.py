@@ -32,6 +32,7 @@ import contextlib
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -85,6 +86,10 @@ class Server:
         self.slots: set[Slot] = set()
         self.retired = False
         self._stdout = (0.0, b"")
+        # Slots are closed on the judging thread (grading/judging.py) once their batch is
+        # judged, while the worker's thread spawns and releases others.
+        self._lock = threading.Lock()
+        self._closing = False
         self._stack = contextlib.ExitStack()
         try:
             self.in_dir = self._stack.enter_context(private_dir(SLACK))
@@ -123,7 +128,8 @@ class Server:
                "log_bytes": batch.entry_limits.log_bytes})
         self.spawned = w
         slot = Slot(self, w, batch)
-        self.slots.add(slot)
+        with self._lock:
+            self.slots.add(slot)
         return slot
 
     def retire(self) -> None:
@@ -160,7 +166,8 @@ class Server:
         resize(self.out_root, _used(self.out_root) + batch.entry_limits.output_bytes)
         # Raised, never lowered: lowering a cgroup's limit under what its processes hold
         # (the zygote, the workers at their gates) would have the kernel kill one of them.
-        waiting = sum(1 for s in self.slots if s is not slot and not s.done)
+        with self._lock:
+            waiting = sum(1 for s in self.slots if s is not slot and not s.done)
         memory = batch.entry_limits.memory_bytes + (waiting + 1) * BESIDE_MEMORY
         if memory > self.memory:
             self.container.set_memory(memory)
@@ -187,21 +194,33 @@ class Server:
     def close_slot(self, slot: Slot) -> None:
         """A slot's folder is read: free it. A slot dropped before its batch ran leaves a
         worker at its gate that nothing will release: the container retires."""
-        if slot in self.slots:
+        with self._lock:
+            if slot not in self.slots:
+                return
             self.slots.discard(slot)
-            shutil.rmtree(slot.out_dir, ignore_errors=True)
             if not slot.released and not slot.done:
                 self.retired = True
+        shutil.rmtree(slot.out_dir, ignore_errors=True)
         self._maybe_close()
 
     def _maybe_close(self) -> None:
-        if self.retired and not self.slots:
-            self._stack.close()
+        """Its container and folders go, once, when it is retired and no slot is open."""
+        with self._lock:
+            if not self.retired or self.slots or self._closing:
+                return
+            self._closing = True
+        self._stack.close()
 
 
 def _used(path: Path) -> int:
-    """What the files under `path` hold (a tmpfs's fill)."""
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    """What the files under `path` hold (a tmpfs's fill). A slot's folder may be removed
+    meanwhile (its judging done, on the judging thread): what is gone holds nothing."""
+    total = 0
+    for f in path.rglob("*"):
+        with contextlib.suppress(FileNotFoundError):
+            if f.is_file():
+                total += f.stat().st_size
+    return total
 
 
 def frames_of(raw: bytes, worker: int, *, untagged: bool) -> tuple[bytes, bool]:
