@@ -64,16 +64,22 @@ def test_imported_suites_grade_class_entries(engine, runtime, tmp_path: Path) ->
     assert {f["rule"] for f in relu["findings"]} >= {"DY001"}
 
 
-def test_atrex_as_shipped_graded_with_its_references(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Atrex-Bench's real schemas (tests/fixtures/import/atrex_real): inputs made for
-    device='cuda', dict inputs and outputs, a ROCm fp8 output, a reference's masked -inf; each
-    operator graded on its derived smoke shape with the reference itself as the entry: exact,
-    and done by PyTorch, so `fallback` (issue 20: infra_error, incorrect or passed before)."""
+def _atrex_real(tmp_path: Path) -> Path:
+    """tests/fixtures/import/atrex_real imported as the suite atrex-real; the suites folder."""
     suites = tmp_path / "suites"
     suites.mkdir()
     res = _grader("import", "atrex", str(FIXTURES / "atrex_real"), "-o",
                   str(suites / "atrex-real"))
     assert res.returncode == 0, res.stderr
+    return suites
+
+
+def test_atrex_as_shipped_graded_with_its_references(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Atrex-Bench's real schemas (tests/fixtures/import/atrex_real): inputs made for
+    device='cuda', dict inputs and outputs, a ROCm fp8 output, a reference's masked -inf; each
+    operator graded on its derived smoke shape with the reference itself as the entry: exact,
+    and done by PyTorch, so `fallback` (issue 20: infra_error, incorrect or passed before)."""
+    suites = _atrex_real(tmp_path)
     entry = tmp_path / "entry"
     (entry / "kernels").mkdir(parents=True)
     lines = ['[submission]\nname = "references"\nsuite = "atrex-real"\ndsl = "triton"']
@@ -101,11 +107,7 @@ def test_atrex_round_of_our_entry_twice(engine, runtime, tmp_path: Path) -> None
     fused_add_rms_norm, each other operator's reference) graded twice by
     bench/round_speed.py: ours `passed`, the references `fallback`, and the second entry
     reusing the first's references (issue 32)."""
-    suites = tmp_path / "suites"
-    suites.mkdir()
-    res = _grader("import", "atrex", str(FIXTURES / "atrex_real"), "-o",
-                  str(suites / "atrex-real"))
-    assert res.returncode == 0, res.stderr
+    suites = _atrex_real(tmp_path)
     entry = tmp_path / "entry"
     res = subprocess.run([sys.executable, "bench/atrex_entry.py", str(suites / "atrex-real"),
                           "-o", str(entry)], capture_output=True, text=True, cwd=REPO,
