@@ -13,7 +13,9 @@ container alone (run.ahead.EntryStandby). Standbys are started `depth` at a time
 whose next batch has none starts the next `depth` batches' at once.
 
 A batch's judging runs on the worker's judging thread (judging.py) while the next batch
-starts; that batch's timed loops wait for it as they wait for the standbys (issue 32).
+starts; that batch's timed loops wait for it as they wait for the standbys (issue 32). With
+--serve, each batch's entry is a worker of the worker's serving container (run/served.py)
+instead of a container of its own.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class Worker:
         self.runtime_tag = runtime_tag
         self.refs = RoundReferences(ctx.references, suite, setup, ctx.settings.runtime,
                                     ctx.progress)
-        self.serving: Serving | None = None  # made by each grade() (round --serve)
+        self.serving: Serving | None = None  # made by each grade() under --serve
         # Problems taken from the claim ahead of their turn (for their batches' standbys).
         self.queued: deque[Planned | ProblemResult] = deque()
 
