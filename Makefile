@@ -1,7 +1,8 @@
 # Two commands on a fresh Debian machine, as root:
 #   make demo   set everything up, build the images, grade the example entry
-#   make test   set everything up, run the tests (unit + integration against a real Docker engine);
-#               prints the 25 slowest
+#   make test   set everything up, run the tests: the unit tests spread over the cores
+#               (pytest-xdist), then the integration tests one at a time against a real
+#               Docker engine (they start containers and count them); prints the 25 slowest
 PYTHON ?= python3
 REPORTS ?= reports/demo
 export PIP_ROOT_USER_ACTION := ignore
@@ -21,10 +22,11 @@ demo: images
 	@echo "reports: $(REPORTS)/report.html $(REPORTS)/report.json"
 
 test: setup
-	$(PYTHON) -m pytest -q --run-docker --durations=25 tests
+	$(PYTHON) -m pytest -q -n auto tests/unit
+	$(PYTHON) -m pytest -q --run-docker --durations=25 tests --ignore=tests/unit
 
 unit:
-	$(PYTHON) -m pytest -q tests/unit
+	$(PYTHON) -m pytest -q -n auto tests/unit
 
 lint:
 	$(PYTHON) -m ruff check grader tests

@@ -13,6 +13,7 @@ any other address, the machine's own included.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -315,7 +316,8 @@ def test_round_on_a_two_node_ray_cluster_that_loses_a_node(
         # The second node crashes: its processes (all started by this test, found as the
         # descendants of its `ray start`) killed at once, the task it runs with them.
         for proc in psutil.Process(nodes[1].pid).children(recursive=True):
-            proc.kill()
+            with contextlib.suppress(psutil.NoSuchProcess):  # one that ended since the listing
+                proc.kill()
         nodes[1].kill()
         _, stderr = driver.communicate(timeout=240)
     finally:
