@@ -36,9 +36,10 @@ def reference(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) ->
 def make_inputs(
     seed: int, device: str, *, B: int, V: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per row: a tail of V logits ~ N(0, sigma**2), sigma in [1, 2.5], and a head of up to 16
-    candidate tokens whose top sits -3..+4 above the tail's logsumexp (the top token gets 5% to
-    98% of the mass), spaced by Exp(0.7) gaps; shifted so the row's max is in [8, 15.75],
+    """Per row: a tail of V logits ~ N(0, sigma**2), sigma in [1, 2.5], and a head of 16
+    candidate tokens (one in each sixteenth of the vocabulary) whose top sits -3..+4 above the
+    tail's logsumexp (the top token gets 5% to 98% of the mass), spaced by Exp(0.7) gaps, each
+    replacing the tail's logit at its place; shifted so the row's max is in [8, 15.75],
     clamped to [-16, 15.75], rounded to a grid of 2**-2 plus a distinct per-column offset of
     v * 2**-20 (V <= 2**18): no two logits of a row tie, every value is exact in fp32.
 
@@ -50,36 +51,46 @@ def make_inputs(
     up until its probability is at least 1e-4. So top_p is at least 2.5e-5 away from every
     cumulative-mass boundary, far beyond fp32 rounding of the masses: the kept set is unique.
     """
-    if not 2 <= V <= 2**18:
-        raise ValueError(f"need 2 <= V <= 2**18 (the per-column offsets), got V={V}")
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    if not 16 <= V <= 2**18:
+        raise ValueError(f"need 16 <= V <= 2**18 (a head token in each sixteenth of the "
+                         f"vocabulary, the per-column offsets), got V={V}")
+    # Drawn where the case runs: the largest shapes' draw (a sort of B*V logits in float64)
+    # took seconds on a CPU, and every timed call draws afresh.
+    dev = device if device.startswith("cuda") else "cpu"
+    gen = torch.Generator(device=dev).manual_seed(seed)
     f32 = torch.float32
-    sigma = torch.rand(B, 1, generator=gen, dtype=f32) * 1.5 + 1.0
-    x = torch.randn(B, V, generator=gen, dtype=f32) * sigma
+    on = {"generator": gen, "device": dev}
+    sigma = torch.rand(B, 1, dtype=f32, **on) * 1.5 + 1.0
+    x = torch.randn(B, V, dtype=f32, **on) * sigma
     lse = torch.logsumexp(x, dim=-1, keepdim=True)
-    top = lse + torch.rand(B, 1, generator=gen, dtype=f32) * 7.0 - 3.0
-    gaps = -0.7 * torch.log(torch.rand(B, 16, generator=gen, dtype=f32))
+    top = lse + torch.rand(B, 1, dtype=f32, **on) * 7.0 - 3.0
+    gaps = -0.7 * torch.log(torch.rand(B, 16, dtype=f32, **on))
     head = top - torch.cumsum(gaps, dim=-1) + gaps[:, :1]  # head[:, 0] = top
-    head_ids = torch.randint(0, V, (B, 16), generator=gen)
-    x.scatter_(1, head_ids, head)  # a repeated id keeps one of its values
-    row_max = torch.rand(B, 1, generator=gen, dtype=f32) * 7.75 + 8.0
+    # One head token in each sixteenth of the vocabulary: the ids of a row are distinct, so
+    # the scatter writes each logit once (two writes to one place race on a GPU).
+    stripe = V // 16
+    head_ids = (torch.arange(16, device=dev) * stripe
+                + torch.randint(0, stripe, (B, 16), **on))
+    x.scatter_(1, head_ids, head)
+    row_max = torch.rand(B, 1, dtype=f32, **on) * 7.75 + 8.0
     x = (x - x.amax(dim=-1, keepdim=True) + row_max).clamp(-16.0, 15.75)
-    logits = torch.round(x * 4.0) / 4.0 + torch.arange(V, dtype=f32) * 2.0**-20
+    logits = (torch.round(x * 4.0) / 4.0
+              + torch.arange(V, dtype=f32, device=dev) * 2.0**-20)
 
-    kind = (torch.randint(0, 4, (1,), generator=gen) + torch.arange(B)) % 4
-    k_pick = torch.tensor(_TOP_K_CHOICES)[torch.randint(0, len(_TOP_K_CHOICES), (B,),
-                                                        generator=gen)]
+    kind = (torch.randint(0, 4, (1,), **on) + torch.arange(B, device=dev)) % 4
+    k_pick = torch.tensor(_TOP_K_CHOICES, device=dev)[
+        torch.randint(0, len(_TOP_K_CHOICES), (B,), **on)]
     top_k = torch.where((kind == 0) | (kind == 1), k_pick.clamp(max=V), V).to(torch.int32)
-    target = torch.rand(B, generator=gen, dtype=torch.float64) * 0.68 + 0.3
-    frac = torch.rand(B, generator=gen, dtype=torch.float64) * 0.5 + 0.25
-    top_p = torch.ones(B, dtype=f32)
+    target = torch.rand(B, dtype=torch.float64, **on) * 0.68 + 0.3
+    frac = torch.rand(B, dtype=torch.float64, **on) * 0.5 + 0.25
+    top_p = torch.ones(B, dtype=f32, device=dev)
     rows = torch.nonzero((kind == 0) | (kind == 2)).flatten()
     if rows.numel():  # all rows with a top-p at once: one sort, no per-row loop
         # Sorted in fp32 (the logits are exact there), the masses in float64; past a row's
         # top_k the probabilities are 0 and its cumulative mass stays flat.
         vals = torch.sort(logits[rows], dim=-1, descending=True).values.to(torch.float64)
         k = top_k[rows].to(torch.int64)
-        in_k = torch.arange(V) < k.unsqueeze(-1)
+        in_k = torch.arange(V, device=dev) < k.unsqueeze(-1)
         probs = torch.softmax(vals.masked_fill(~in_k, -torch.inf), dim=-1)
         cum = torch.cumsum(probs, dim=-1)
         # The token that closes the nucleus: the first whose cumulative mass reaches the
