@@ -133,5 +133,5 @@ STDOUT_BYTES = 12 << 20
 MIN_SAMPLES = 10  # timed calls per shape, at least (unless the budget ends the loop first)
 MAX_SAMPLES = 500  # and at most
 L2_FLUSH_BYTES = 256 << 20  # the least L2 flush; twice the device's own L2 where larger
-RSE_TARGET = 0.01  # the loop stops once the samples' relative standard error is below it
+RSE_TARGET = 0.01  # the loop stops once the median's relative standard error is below it
 BUDGET_S = 5.0  # seconds an entry's timed loop may take for one shape
