@@ -125,7 +125,7 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
     if isinstance(standby, Standby):  # started before the round had kept this batch
         standby.close()
         standby = None
-    limits = batching.entry_limits(batch.entry_limits, ref_dir, [c.id for c in cases])
+    limits = batching.entry_limits(batch.entry_limits, ref_dir, cases)
     if counted and limits.output_bytes <= batch.entry_limits.output_bytes:
         limits = batch.entry_limits
     out = read_out_dir(ref_dir)

@@ -47,13 +47,13 @@ from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
 from grader.model.results import ProblemResult
-from grader.model.runs import Case, Evidence
+from grader.model.runs import Case, Evidence, computed_first, reached_uncomputed
 from grader.run import plan as batching
 from grader.run.ahead import Beside, EntryStandby, Standby
 from grader.run.batch import Batch
 from grader.run.jobs import WorkerSetup, timed_plans
 from grader.run.pair import run_pair
-from grader.run.sequential import entry_container, reference_container
+from grader.run.sequential import entry_container, reference_container, reference_run
 from grader.run.served import Server, Serving
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
@@ -313,7 +313,7 @@ class Worker:
                   ) -> str | None:
         """A reference run that cannot be used (judge.reference_failure): its results added to
         the plan's, its logs returned; None when it can."""
-        if (failure := reference_failure(ref, cases)) is None:
+        if (failure := reference_failure(ref, computed_first(cases))) is None:
             return None
         plan.judged.append(Judged.now(whole_problem(shapes, *failure)))
         return ref.exit.logs
@@ -329,8 +329,7 @@ class Worker:
             if (unusable := self._unusable(plan, ref, shapes, cases)) is not None:
                 return unusable
             self.refs.keep(plan, k, ref_dir)
-            limits = batching.entry_limits(self.ctx.entry_limits, ref_dir,
-                                           [c.id for c in cases])
+            limits = batching.entry_limits(self.ctx.entry_limits, ref_dir, cases)
             self.ctx.progress(f"{label}: entry")
             entry = stack.enter_context(entry_container(
                 self.setup, replace(batch, entry_limits=limits), ref_dir))
@@ -352,13 +351,31 @@ class Worker:
                                  if ready and ready.import_s is not None else {})})
             own = ctx.detector.own_kernels(plan.source)
             plans = timed_plans(self.setup.timing, cases, plan.kernel)
+            topup = self._topup(plan, shapes, reached_uncomputed(cases, plans, entry, ref),
+                                guard)
             keep = guard.pop_all()
         plan.judged.append(self.judging.submit(lambda: judge_problem(
             problem=plan.sp.problem, shapes=shapes, cases=cases, reference=ref, entry=entry,
             static=plan.static, own_kernels=own, tracer=ctx.detector,
             max_output_bytes=limits.output_bytes, interpreter=self.setup.device == "cpu",
-            source=plan.source, plans=plans), keep))
+            source=plan.source, plans=plans, topup=topup), keep))
         return entry.exit.logs
+
+    def _topup(self, plan: Planned, shapes: list[Shape], todo: list[Case],
+               stack: contextlib.ExitStack) -> Evidence | None:
+        """The reference's run on `todo`, the checked timed calls the entry's loops reached
+        beyond what its batch's reference computed first (model/timed.py), its folder open
+        until `stack` closes; None when there are none. A run that fails leaves their
+        expected samples missing: those shapes' verdicts say so (infra_error)."""
+        if not todo:
+            return None
+        self.ctx.progress(f"{plan.sp.id}: reference on {len(todo)} more checked timed calls")
+        limits = batching.reference_limits(self.ctx.reference_limits, plan.sp.problem, shapes,
+                                           plan.per_shape, psutil.virtual_memory().available)
+        run, _ = stack.enter_context(reference_run(self.setup, plan.image, todo, limits,
+                                                   plan.sp.problem, topup=True))
+        add(plan.phases, {"reference_topup": run.exit.wall_s})
+        return run
 
     def finish(self, plan: Planned) -> ProblemResult:
         sp = plan.sp

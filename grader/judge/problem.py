@@ -21,7 +21,7 @@ from grader.judge.timing import judge_timing
 from grader.model.evidence import OutDir, ResultFile, TraceRecord
 from grader.model.findings import Finding, Layer, Severity
 from grader.model.results import Comparison, KernelTime, ShapeResult, Timing, Trace
-from grader.model.runs import Case, Evidence
+from grader.model.runs import Case, Evidence, computed
 from grader.model.timed import TimedPlan
 from grader.verdicts import Verdict, worst
 
@@ -186,11 +186,14 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                   reference: Evidence, entry: Evidence, static: list[Finding],
                   own_kernels: set[str], tracer: TraceJudge, max_output_bytes: int,
                   interpreter: bool = False, source: str = "",
-                  plans: Mapping[str, TimedPlan] | None = None) -> list[ShapeResult]:
+                  plans: Mapping[str, TimedPlan] | None = None,
+                  topup: Evidence | None = None) -> list[ShapeResult]:
     """Each shape's result. `interpreter`: the entry ran on Triton's CPU interpreter, whose
     limits make a case `unverified` rather than a runtime error (judge/interpreter.py);
     `source`: the entry's kernel file; `plans`: each timed shape's plan as the entry got it
-    (model/timed.py), which says which of its timed calls are checked."""
+    (model/timed.py), which says which of its timed calls are checked; `topup`: the
+    reference's run on the checked timed calls its first run left to compute
+    (model.runs.reached_uncomputed), where their expected samples are."""
     problem_findings = _anomaly_findings(entry.out)
     whole = _whole_run(shapes, entry, problem_findings)
     if whole is not None:
@@ -199,7 +202,7 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
                  own_kernels=own_kernels - _foreign(entry), tracer=tracer,
                  max_output_bytes=max_output_bytes,
                  interpreter=interpreter, source=source, findings=problem_findings,
-                 logs=tail(entry.exit.logs), plans=dict(plans or {}))
+                 logs=tail(entry.exit.logs), plans=dict(plans or {}), topup=topup)
     return [_judge_shape(j, shape, [c for c in cases if c.shape.id == shape.id])
             for shape in shapes]
 
@@ -250,6 +253,7 @@ class _Judging:
     findings: list[Finding]  # the output folder's and channel's (warnings by now)
     logs: str | None
     plans: dict[str, TimedPlan]
+    topup: Evidence | None
 
     @property
     def result(self) -> ResultFile:
@@ -257,7 +261,10 @@ class _Judging:
         return self.entry.out.result
 
     def expected(self, case: Case) -> list[Any] | str:
-        return self.reference.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8)
+        ref = self.reference
+        if self.topup is not None and not computed(ref, case.id):
+            ref = self.topup
+        return ref.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8)
 
     def actual(self, case: Case) -> list[Any] | str:
         return self.entry.out.load_tensors(case.id, OUTPUTS, self.max_output_bytes)

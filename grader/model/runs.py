@@ -4,9 +4,11 @@ exit, its output folder and an entry's frames (`Evidence`); and the cases a batc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from grader.formats.problem import Shape
+from grader.model import timed
 from grader.model.channel import Frames
 from grader.model.evidence import OutDir
 
@@ -44,3 +46,41 @@ class Case:
     # Module problems: the seed both containers build the case's module under. Derived from
     # the run's secret and the case seed, never equal to it (worker.derive_module_seed).
     module_seed: int = 0
+
+
+def computed_first(cases: list[Case]) -> list[Case]:
+    """The cases a batch's reference computes before any entry's loop: every correctness case
+    and, of each shape's checked timed cases, the eager ones (model/timed.py); in order."""
+    by_shape: dict[str, list[Case]] = {}
+    for c in cases:
+        if c.timing:
+            by_shape.setdefault(c.shape.id, []).append(c)
+    eager = {c.id for checked in by_shape.values() for c in timed.eager(checked)}
+    return [c for c in cases if not c.timing or c.id in eager]
+
+
+def computed(reference: Evidence, case_id: str) -> bool:
+    """Whether the reference's run computed case `case_id`, and ok."""
+    result = reference.out.result
+    return result is not None and (rec := result.cases.get(case_id)) is not None and rec.ok
+
+
+def reached_uncomputed(cases: list[Case], plans: Mapping[str, timed.TimedPlan],
+                       entry: Evidence, reference: Evidence) -> list[Case]:
+    """The checked timed cases the entry's loops reached (by its samples, each shape's
+    `plans`) that `reference` has not computed (computed_first left them for loops that run
+    that far), in order. The entry's own count decides: one that claims more calls than it
+    made gets the reference to compute at most every checked case it would anyway."""
+    result = entry.out.result
+    if result is None:
+        return []
+    checked = {c.id: c for c in cases if c.timing}
+    todo: dict[str, Case] = {}
+    for shape, plan in plans.items():
+        rec = result.timings.get(shape)
+        if rec is None or not rec.ok:
+            continue
+        for cid in plan.checked(len(rec.device_us)):
+            if cid in checked and not computed(reference, cid):
+                todo[cid] = checked[cid]
+    return list(todo.values())

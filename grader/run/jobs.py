@@ -38,7 +38,7 @@ from grader.harness.protocol import (
     STDOUT_BYTES,
 )
 from grader.model import timed
-from grader.model.runs import Case
+from grader.model.runs import Case, computed_first
 from grader.sandbox.capped import private_dir, resize
 from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.runs import run_folder
@@ -203,17 +203,32 @@ def container_spec(setup: WorkerSetup, image: str, role: Role, binds: list[Bind]
 
 def reference_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
                   hold: bool = False, digests: bool = False) -> dict[str, object]:
-    """`hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases;
+    """The batch's correctness cases and the checked timed cases it computes first
+    (model.runs.computed_first), then its own timed loop (the report's speed-up column).
+    `hold`: its timed loop waits for the host's go (protocol.GO_FILE), after its cases;
     `digests`: each case's record carries the sha256 of its inputs (suite check: the entry
     draws its own from the seed, so a recipe must draw the same bits every time)."""
     job = timing_job(setup, cases, hold=hold)
     if digests:
         job["input_digests"] = True
-    job.update(device=setup.device, cases=[
-        {"id": c.id, "params": c.shape.params, "seed": c.seed, "sampled": c.timing}
-        for c in cases])
-    job.update(module_job(problem, cases))
+    job.update(_computed(setup, computed_first(cases), problem))
     return job
+
+
+def topup_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None
+              ) -> dict[str, object]:
+    """A reference's job on checked timed cases that an entry's loops reached beyond what
+    its batch's reference computed first (run/topup.py): their samples alone, no timed
+    loop."""
+    return _computed(setup, cases, problem)
+
+
+def _computed(setup: WorkerSetup, cases: list[Case], problem: Problem | None
+              ) -> dict[str, object]:
+    return {"device": setup.device,
+            "cases": [{"id": c.id, "params": c.shape.params, "seed": c.seed,
+                       "sampled": c.timing} for c in cases],
+            **module_job(problem, cases)}
 
 
 def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:

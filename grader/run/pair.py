@@ -139,7 +139,7 @@ class _PairRun:
                                   st.batch.cases, done=st.hold or self.ref_exit is not None)
         if self.cases_ok:
             counted = st.batch.entry_limits
-            needed = batching.entry_limits(counted, st.ref_out, [c.id for c in st.batch.cases])
+            needed = batching.entry_limits(counted, st.ref_out, st.batch.cases)
             if needed.output_bytes > counted.output_bytes:
                 self.outgrown = needed
                 if self.ent_exit is None:

@@ -31,6 +31,7 @@ from grader.formats.expr import work
 from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import CASES_FILE, EXPECTED, RESULT_FILE, case_file
 from grader.model.evidence import read_result
+from grader.model.runs import Case
 from grader.sandbox.spec import Limits
 
 MIB = 1 << 20
@@ -105,14 +106,19 @@ def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
     return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output + 2 * largest)
 
 
-def entry_limits(base: Limits, ref_dir: Path, case_ids: list[str]) -> Limits:
+def entry_limits(base: Limits, ref_dir: Path, cases: list[Case]) -> Limits:
     """The entry's limits for a batch, from what the reference wrote for its cases: the
-    expected outputs' files, and the bytes of the largest case's inputs as its case record
-    says (the entry draws the same inputs where it runs them)."""
+    expected outputs' files (a checked timed call's samples where it has none yet), and the
+    bytes of the largest case's inputs as its case record says (the entry draws the same
+    inputs where it runs them)."""
     outputs = 0
-    for cid in case_ids:
-        ref = ref_dir / case_file(cid, EXPECTED)
-        outputs += ref.stat().st_size if ref.is_file() else 0
+    for c in cases:
+        ref = ref_dir / case_file(c.id, EXPECTED)
+        if ref.is_file():
+            outputs += ref.stat().st_size
+        elif c.timing:  # computed only once a loop reaches it (model/timed.py)
+            outputs += TIMED_CASE_SLACK
+    case_ids = [c.id for c in cases]
     output = max(base.output_bytes, outputs + ENTRY_SLACK + PER_CASE_SLACK * len(case_ids))
     return replace(base, output_bytes=output,
                    memory_bytes=base.memory_bytes + output + 2 * _largest_input(ref_dir,

@@ -27,6 +27,7 @@ from grader.run.jobs import (
     fresh_in_dir,
     io_binds,
     reference_job,
+    topup_job,
     write_job,
 )
 from grader.sandbox.capped import capped_dir
@@ -43,13 +44,16 @@ def reference_container(setup: WorkerSetup, batch: Batch
 
 @contextmanager
 def reference_run(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
-                  problem: Problem | None = None, *, digests: bool = False
-                  ) -> Iterator[tuple[Evidence, Path]]:
+                  problem: Problem | None = None, *, digests: bool = False,
+                  topup: bool = False) -> Iterator[tuple[Evidence, Path]]:
     """Run a reference on `cases`; yields the run and its output folder (alive inside the
     block). `problem` says how to call it (None: a function-style problem); `digests`: its
-    case records carry the sha256 of each case's inputs (jobs.reference_job)."""
+    case records carry the sha256 of each case's inputs (jobs.reference_job); `topup`:
+    `cases` are checked timed calls that an entry's loops reached beyond what its batch's
+    reference computed first, and it computes only those (jobs.topup_job)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        write_job(in_dir, reference_job(setup, cases, problem, digests=digests))
+        write_job(in_dir, topup_job(setup, cases, problem) if topup
+                  else reference_job(setup, cases, problem, digests=digests))
         spec = container_spec(setup, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
         exit_state = setup.engine.run(spec)
         yield Evidence(exit=exit_state, out=read_out_dir(out_dir)), out_dir

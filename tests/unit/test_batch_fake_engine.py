@@ -223,7 +223,7 @@ def test_one_container_after_the_other(tmp_path: Path, problem: Problem) -> None
     batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
     with reference_container(setup, batch) as (ref, ref_dir):
         assert engine.left() == []  # the reference exited and was removed
-        limits = plan.entry_limits(Limits(), ref_dir, [c.id for c in batch.cases])
+        limits = plan.entry_limits(Limits(), ref_dir, batch.cases)
         with entry_container(setup, replace(batch, entry_limits=limits), ref_dir) as ent:
             got = _judge(problem, batch, ref, ent, limits)
     assert engine.of(Role.ENTRY)[0].seen_at_import == [CODE]
@@ -382,7 +382,7 @@ def test_a_cached_batch_whose_outputs_need_larger_caps_starts_afresh(
         output_bytes=4096))
     with reference_container(setup, batch) as (ref, ref_dir):
         standby = EntryStandby(setup, batch)
-        needed = plan.entry_limits(batch.entry_limits, ref_dir, [c.id for c in batch.cases])
+        needed = plan.entry_limits(batch.entry_limits, ref_dir, batch.cases)
         assert needed.output_bytes > batch.entry_limits.output_bytes
         with cached_entry(setup, replace(batch, entry_limits=needed), ref_dir, standby=standby,
                           beside=None) as ent:

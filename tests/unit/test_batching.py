@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.harness.protocol import CASES_FILE, RESULT_FILE
+from grader.model.runs import Case
 from grader.paths import PROBLEM_BUNDLES
 from grader.run import plan as batching
 from grader.sandbox.spec import Limits
@@ -82,17 +83,28 @@ def test_entry_cap_is_what_the_reference_wrote(tmp_path: Path, name: str) -> Non
         "a.t0": {"ok": True, "input_bytes": 50 << 20},
         "other.0": {"ok": True, "input_bytes": 900 << 20}}}))  # not this batch's
     base = Limits(output_bytes=256 << 20, memory_bytes=4 * GIB)
-    lim = batching.entry_limits(base, tmp_path, ["a.0", "a.t0", "missing.0"])
+    lim = batching.entry_limits(base, tmp_path, _cases("a.0", "a.t0", "missing.0"))
     assert lim.output_bytes == (600 << 20) + batching.ENTRY_SLACK + 3 * batching.PER_CASE_SLACK
     assert lim.memory_bytes == 4 * GIB + lim.output_bytes + 2 * (50 << 20)
+    # A checked timed call the reference has not computed yet (model/timed.py) counts its
+    # samples' room.
+    lim = batching.entry_limits(base, tmp_path, _cases("a.0", "a.t0", "a.t9"))
+    assert lim.output_bytes == ((600 << 20) + batching.TIMED_CASE_SLACK + batching.ENTRY_SLACK
+                                + 3 * batching.PER_CASE_SLACK)
     # Small outputs keep the configured cap: a flood still stops there.
-    assert batching.entry_limits(base, tmp_path, ["missing.0"]).output_bytes == 256 << 20
+    assert batching.entry_limits(base, tmp_path, _cases("missing.0")).output_bytes == 256 << 20
+
+
+def _cases(*ids: str) -> list[Case]:
+    """Cases of these ids (".t" in a checked timed call's) on some shape."""
+    shape = next(iter(LLM.problems.values())).problem.shapes[0]
+    return [Case(id=cid, shape=shape, seed=0, timing=".t" in cid) for cid in ids]
 
 
 def test_entry_memory_without_case_records_is_the_outputs_alone(tmp_path: Path) -> None:
     (tmp_path / "a.0.ref").write_bytes(b"x" * (300 << 20))
     base = Limits(output_bytes=256 << 20, memory_bytes=4 * GIB)
-    lim = batching.entry_limits(base, tmp_path, ["a.0"])
+    lim = batching.entry_limits(base, tmp_path, _cases("a.0"))
     assert lim.memory_bytes == 4 * GIB + lim.output_bytes
 
 

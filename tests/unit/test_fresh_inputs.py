@@ -19,7 +19,7 @@ from grader.harness.timing import time_kernel
 from grader.judge.problem import judge_problem
 from grader.model import timed
 from grader.model.evidence import CaseRecord, OutDir, ResultFile, TimingRecord
-from grader.model.runs import Case, Evidence
+from grader.model.runs import Case, Evidence, computed_first, reached_uncomputed
 from grader.paths import REPO
 from grader.run.jobs import TimingKnobs, timed_plans
 from grader.verdicts import Verdict
@@ -68,6 +68,38 @@ def test_the_checked_calls_of_a_loop_are_those_it_reached_and_the_last() -> None
     # A loop of min_samples calls checks CHECKS_FIRST of them (those fall in its first
     # min_samples - 1 calls or are the one the closing call replaces) and its last.
     assert len(plan.checked(KNOBS.min_samples + 1)) == timed.CHECKS_FIRST + 1
+
+
+def test_every_entry_reaches_the_checked_cases_in_one_order() -> None:
+    """The k-th checked call of every entry's loop is the shape's k-th checked case, so a
+    loop of n calls reaches a prefix of them and the last; with the production knobs a loop
+    of up to 58 calls (120 of 125 shapes on the H200) reaches none but the eager ones that
+    the reference computes before any entry runs (model/timed.py), and one of max_samples
+    reaches the rest."""
+    knobs = TimingKnobs()
+    checked = _checked(knobs.checked_per_shape)
+    eager = {cid for cid, _seed in timed.eager(checked)}
+    assert len(checked) == 36 and len(eager) == timed.CHECKS_FIRST + timed.EAGER_BLOCKS + 1
+    reach = knobs.min_samples + timed.EAGER_BLOCKS * timed.CHECK_EVERY
+    for key in (b"entry-a", b"entry-b", b"entry-c", b"entry-d"):
+        plan = _plan(key, knobs)
+        assert [cid for _s, cid in plan.calls if cid is not None] == [c for c, _ in checked[:-1]]
+        for n in range(1, reach + 1):
+            assert set(plan.checked(n)) <= eager, (key, n)
+        # (all but the last block's, where that one fell on the call the closing call takes)
+        assert len(set(plan.checked(knobs.max_samples))) >= len(checked) - 1
+    # A short plan's checked cases are all eager.
+    assert timed.eager(_checked(KNOBS.checked_per_shape)) == _checked(KNOBS.checked_per_shape)
+
+
+def test_the_reference_computes_the_correctness_and_eager_checked_cases_first() -> None:
+    knobs = TimingKnobs(min_samples=4, max_samples=100)
+    cases = [Case(id="s.0", shape=SHAPE, seed=1),
+             *[Case(id=f"s.t{k}", shape=SHAPE, seed=1000 + k, timing=True)
+               for k in range(knobs.checked_per_shape)]]
+    ids = [c.id for c in computed_first(cases)]
+    assert ids == ["s.0", *[f"s.t{k}" for k in range(7)], f"s.t{knobs.checked_per_shape - 1}"]
+    assert computed_first(cases[:1]) == cases[:1]
 
 
 def test_a_plan_needs_the_checked_cases_it_counts() -> None:
@@ -129,17 +161,27 @@ PROBLEM = Problem(id="add", operator="add", dtypes=["float32"], flops="n", bytes
 SHAPE = PROBLEM.shapes[0]
 
 
-def _graded(tmp: Path, compute: Any, *, samples: int = 6, drop: str | None = None) -> Any:
+def _graded(tmp: Path, compute: Any, *, samples: int = 6, drop: str | None = None,
+            knobs: TimingKnobs = KNOBS, topup: bool | None = None,
+            wrong: str | None = None) -> Any:
     """Judge one shape whose timed loop ran `samples` calls by its plan, each computed by
-    `compute(x, y)`; `drop`: a checked case whose output file the entry left out."""
+    `compute(x, y)`; `drop`: a checked case whose output file the entry left out; `wrong`:
+    one it computed wrong. `topup`: None, the reference computed every checked case; else
+    only those it computes first (model.runs.computed_first), and with True the rest in a
+    top-up run (as grading.worker runs the ones a loop reached). Returns the result, the
+    plan and the cases the loop reached beyond the reference's first run."""
     recipe = load_recipe(VECTOR_ADD / "reference.py")
     kernel = tmp / "kernel.py"
     kernel.write_text("def kernel(x, y):\n    return x + y\n")
     checked = [Case(id=f"s.t{k}", shape=SHAPE, seed=1000 + k, timing=True)
-               for k in range(KNOBS.checked_per_shape)]
+               for k in range(knobs.checked_per_shape)]
     cases = [Case(id="s.0", shape=SHAPE, seed=1), *checked]
-    plan = timed_plans(KNOBS, cases, kernel)["s"]
-    ref = OutDir(result=ResultFile(cases={c.id: CaseRecord(ok=True) for c in cases}))
+    plan = timed_plans(knobs, cases, kernel)["s"]
+    first = {c.id for c in (cases if topup is None else computed_first(cases))}
+    ref = OutDir(result=ResultFile(cases={c.id: CaseRecord(ok=True) for c in cases
+                                          if c.id in first}))
+    later = OutDir(result=ResultFile(cases={c.id: CaseRecord(ok=True) for c in cases
+                                            if c.id not in first}))
     ent = OutDir(ready=READY)
     x, y = make(recipe, 1, "cpu", {"n": 5000})
     for name, value in (("s.0.ref", [x + y]), ("s.0.out", [x + y])):
@@ -149,45 +191,72 @@ def _graded(tmp: Path, compute: Any, *, samples: int = 6, drop: str | None = Non
     for c in checked:
         inputs = make(recipe, c.seed, "cpu", {"n": 5000})
         tensors.save(tmp / f"{c.id}.ref", sample((inputs[0] + inputs[1],), c.seed))
-        ref.tensor_files[(c.id, "ref")] = tmp / f"{c.id}.ref"
+        (ref if c.id in first else later).tensor_files[(c.id, "ref")] = tmp / f"{c.id}.ref"
     for seed, cid in [*plan.calls[:samples - 1], plan.last]:
         if cid is not None and cid != drop:
+            fn = torch.sub if cid == wrong else compute
             tensors.save(tmp / f"{cid}.out",
-                         sample((compute(*make(recipe, seed, "cpu", {"n": 5000})),), seed))
+                         sample((fn(*make(recipe, seed, "cpu", {"n": 5000})),), seed))
             ent.tensor_files[(cid, "out")] = tmp / f"{cid}.out"
     ent.result = ResultFile(cases={"s.0": CaseRecord(ok=True)}, timings={"s": TimingRecord(
         ok=True, device_us=[10.0] * samples, method="cuda-events")})
-    return judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases,
-                         reference=Evidence(exit=_exit(), out=ref),
-                         entry=Evidence(exit=_exit(), out=ent), static=[], own_kernels=set(),
-                         tracer=NoDetection(), max_output_bytes=1 << 20,
-                         plans={"s": plan})[0], plan
+    reference, entry = Evidence(exit=_exit(), out=ref), Evidence(exit=_exit(), out=ent)
+    res = judge_problem(problem=PROBLEM, shapes=[SHAPE], cases=cases, reference=reference,
+                        entry=entry, static=[], own_kernels=set(), tracer=NoDetection(),
+                        max_output_bytes=1 << 20, plans={"s": plan},
+                        topup=Evidence(exit=_exit(), out=later) if topup else None)[0]
+    return res, plan, reached_uncomputed(cases, {"s": plan}, entry, reference)
 
 
 def test_checked_timed_calls_that_match_pass(tmp_path: Path) -> None:
-    res, _plan = _graded(tmp_path, torch.add)
+    res, _plan, _ = _graded(tmp_path, torch.add)
     assert res.verdict == Verdict.PASSED and res.timing is not None
     assert res.timing.mean_us == res.timing.trimmed_mean_us == 10.0
 
 
 def test_a_wrong_checked_timed_call_is_incorrect(tmp_path: Path) -> None:
     # Right on every correctness case, wrong on timed calls: as a replay of a kept output.
-    res, _plan = _graded(tmp_path, torch.sub)
+    res, _plan, _ = _graded(tmp_path, torch.sub)
     assert res.verdict == Verdict.INCORRECT
     assert "timed call's output is wrong or missing" in res.detail
 
 
 def test_a_checked_timed_call_left_out_is_incorrect(tmp_path: Path) -> None:
     last = f"s.t{KNOBS.checked_per_shape - 1}"  # the plan's closing call is its last case's
-    res, plan = _graded(tmp_path, torch.add, drop=last)
+    res, plan, _ = _graded(tmp_path, torch.add, drop=last)
     assert plan.last[1] == last
     assert res.verdict == Verdict.INCORRECT and "the last timed call" in res.detail
 
 
 def test_a_check_the_loop_never_reached_is_not_asked_for(tmp_path: Path) -> None:
-    res, plan = _graded(tmp_path, torch.add, samples=3)
+    res, plan, _ = _graded(tmp_path, torch.add, samples=3)
     assert len(plan.checked(3)) < len(plan.checked(KNOBS.max_samples))
     assert res.verdict == Verdict.PASSED
+
+
+LONG = TimingKnobs(min_samples=4, max_samples=100)  # 11 checked cases, 8 computed first
+
+
+def test_a_loop_that_stays_within_the_first_run_needs_no_top_up(tmp_path: Path) -> None:
+    res, _plan, todo = _graded(tmp_path, torch.add, samples=20, knobs=LONG, topup=False)
+    assert todo == [] and res.verdict == Verdict.PASSED
+
+
+def test_a_long_loop_is_checked_on_the_top_up_runs_samples(tmp_path: Path) -> None:
+    """A loop that ran past what the reference computed first: the checked cases it reached
+    beyond are those the worker's top-up computes, and the judge compares them there."""
+    res, _plan, todo = _graded(tmp_path, torch.add, samples=LONG.max_samples, knobs=LONG,
+                              topup=True)
+    assert [c.id for c in todo] == [f"s.t{k}" for k in range(7, LONG.checked_per_shape - 1)]
+    assert res.verdict == Verdict.PASSED
+    # An entry right wherever the first run checks it and wrong on one later checked call.
+    res, _plan, _ = _graded(tmp_path, torch.add, samples=LONG.max_samples, knobs=LONG,
+                            topup=True, wrong="s.t9")
+    assert res.verdict == Verdict.INCORRECT and "s.t9" in res.detail
+    # Without the top-up's run the expected samples are missing: the grader's failure.
+    res, _plan, _ = _graded(tmp_path, torch.add, samples=LONG.max_samples, knobs=LONG,
+                            topup=False)
+    assert res.verdict == Verdict.INFRA_ERROR and "reference" in res.detail
 
 
 def test_kernels_launched_through_foreign_triton_code_are_never_the_entrys() -> None:
