@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.harness.protocol import CASES_FILE, GO_FILE, RESULT_FILE
 from grader.model.evidence import read_out_dir, read_result
-from grader.model.runs import Case, Evidence, ExitState
+from grader.model.runs import Case, Evidence, ExitState, computed_first
 from grader.run import plan as batching
 from grader.run.ahead import Beside, Standby, still_held
 from grader.run.batch import Batch, arm, entry_run, is_ready
@@ -214,12 +214,14 @@ class _PairRun:
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:
-    """Whether the reference's case results at `path` say every case is done and ok; None
-    while there are none yet (or, with `done`, never will be: read as failed by the caller
-    once the container has exited)."""
+    """Whether the reference's case results at `path` say every case it computes (of the
+    batch's `cases`: model.runs.computed_first) is done and ok; None while there are none yet
+    (or, with `done`, never will be: read as failed by the caller once the container has
+    exited)."""
     if not done or not path.is_file():
         return None
     result = read_result(path)
     if result is None:
         return False
-    return all(result.cases.get(c.id) is not None and result.cases[c.id].ok for c in cases)
+    return all(result.cases.get(c.id) is not None and result.cases[c.id].ok
+               for c in computed_first(cases))

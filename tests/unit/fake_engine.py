@@ -317,12 +317,14 @@ def reference(*, failing: str | None = None) -> Script:
 def entry(*, compute: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = torch.add,
           dies: str | None = None, exit_code: int = 137, oom: bool = False,
           ready_ok: bool = True, hangs: bool = False, ready_file: bool = False,
-          set_up_s: float = 0.0) -> Script:
+          set_up_s: float = 0.0, calls: int = 8) -> Script:
     """The entry's harness under its warden. `dies`: "import" (before its ready frame) or
     "calls" (after its job came), with `exit_code` (and `oom`: the memory limit's kill);
     `ready_ok=False`: its module failed to import (exit 3, as the harness does); `hangs`: it
     never ends; `ready_file`: it writes ready.json itself (as entry code could) and exits;
-    `set_up_s`: its harness's set-up (cold imports) takes that long before it arms its clock."""
+    `set_up_s`: its harness's set-up (cold imports) takes that long before it arms its clock;
+    `calls`: the timed calls each shape's loop makes (its plan's first calls - 1, then its
+    last)."""
 
     def script(c: FakeContainer) -> Steps:
         yield from c.gate()
@@ -367,16 +369,17 @@ def entry(*, compute: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = tor
         c.note("timed")
         timings = {}
         for shape, plan in timing.items():
-            # Eight timed calls as the plan draws them: seven of its calls, then its last.
-            for seed, cid in [*plan["calls"][:7], plan["last"]]:
+            # `calls` timed calls as the plan draws them: its first calls, then its last.
+            for seed, cid in [*plan["calls"][:calls - 1], plan["last"]]:
                 if cid is not None:
                     out = compute(*_inputs(seed))
                     tensors.save(c.out_dir / case_file(cid, OUTPUTS), sample((out,), seed))
             # What a GPU's recorder says: each timed call's time covered by its own kernel.
-            timings[shape] = {**_samples(8, 10.0), "covered_us": [10.0] * 8,
-                              "busy_us": [10.0] * 8, "trace": {
-                                  "triton_launches": {KERNEL: 8}, "device_kernels": [
-                                      {"name": KERNEL, "device_us": 80.0, "calls": 8}]}}
+            timings[shape] = {**_samples(calls, 10.0), "covered_us": [10.0] * calls,
+                              "busy_us": [10.0] * calls, "trace": {
+                                  "triton_launches": {KERNEL: calls}, "device_kernels": [
+                                      {"name": KERNEL, "device_us": 10.0 * calls,
+                                       "calls": calls}]}}
         outputs = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
                    for p in sorted(c.out_dir.glob("*." + OUTPUTS))}
         c.send(RESULT, {"cases": results, "timings": timings}, outputs)

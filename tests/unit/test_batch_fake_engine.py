@@ -37,7 +37,7 @@ from grader.harness.protocol import (
 from grader.judge.problem import judge_problem, reference_failure
 from grader.model.channel import read_frames
 from grader.model.results import ShapeResult
-from grader.model.runs import Case, Evidence
+from grader.model.runs import Case, Evidence, computed_first, reached_uncomputed
 from grader.paths import PROBLEM_BUNDLES
 from grader.run import ahead, pair, plan
 from grader.run.ahead import Beside, EntryStandby, Standby
@@ -45,7 +45,7 @@ from grader.run.batch import Batch
 from grader.run.cached import cached_entry
 from grader.run.jobs import CODE, TimingKnobs, WorkerSetup, timed_plans
 from grader.run.pair import Pair, run_pair
-from grader.run.sequential import entry_container, reference_container
+from grader.run.sequential import entry_container, reference_container, reference_run
 from grader.sandbox import capped
 from grader.sandbox.engine import Container, ContainerEngine
 from grader.sandbox.spec import Limits, Role
@@ -182,6 +182,40 @@ def test_timed_loops_wait_for_the_entry_to_exit(tmp_path: Path, problem: Problem
     assert results is not None and [r.verdict for r in results] == [Verdict.PASSED]
     assert results[0].timing is not None and results[0].timing.median_us == 10.0
     assert results[0].reference_timing is not None
+    assert engine.left() == []
+
+
+def test_a_long_loop_gets_the_rest_of_its_checked_calls_computed_after_it(
+        tmp_path: Path, problem: Problem) -> None:
+    """The reference computes the checked timed calls a loop of up to 58 calls reaches
+    (model/timed.py); the entry's job goes out once those are done, and a loop that ran
+    further has the rest computed by a top-up reference run (grading.worker), on which the
+    judge checks them."""
+    knobs = TimingKnobs(min_samples=4, max_samples=100)  # 11 checked a shape, 8 at first
+    engine = _engine(ent=entry(calls=100))
+    engine.scripts[Role.REFERENCE].append(reference())  # the top-up's
+    setup = replace(_sandbox(engine), timing=knobs)
+    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    with run_pair(setup, batch) as got:
+        assert got.entry is not None  # side by side: no second try one after the other
+        assert len(engine.of(Role.REFERENCE)) == 1
+        computed = set(got.reference.out.result.cases) if got.reference.out.result else set()
+        assert computed == {c.id for c in computed_first(batch.cases)}
+        plans = timed_plans(knobs, batch.cases, batch.kernel_file)
+        todo = reached_uncomputed(batch.cases, plans, got.entry, got.reference)
+        assert [c.id for c in todo] == [c.id for c in batch.cases if c.timing][7:-1]
+        with reference_run(setup, batch.image, todo, batch.ref_limits, problem,
+                           topup=True) as (topup, _):
+            shapes = problem.shapes[:1]
+            results = judge_problem(
+                problem=problem, shapes=shapes, cases=batch.cases, reference=got.reference,
+                entry=got.entry, static=[], own_kernels={KERNEL},
+                tracer=Detector(policy=load_policy("triton")),
+                max_output_bytes=got.entry_limits.output_bytes, plans=plans, topup=topup)
+            top = engine.of(Role.REFERENCE)[1].job()
+    assert "timing" not in top and [c["id"] for c in top["cases"]] == [c.id for c in todo]
+    assert [r.verdict for r in results] == [Verdict.PASSED]
+    assert results[0].timing is not None and results[0].timing.samples == 100
     assert engine.left() == []
 
 
