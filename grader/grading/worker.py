@@ -47,7 +47,7 @@ from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
 from grader.model.results import ProblemResult
-from grader.model.runs import Case, Evidence, computed_first, reached_uncomputed
+from grader.model.runs import Case, Evidence, computed, computed_first, reached_uncomputed
 from grader.run import plan as batching
 from grader.run.ahead import Beside, EntryStandby, Standby
 from grader.run.batch import Batch
@@ -351,8 +351,8 @@ class Worker:
                                  if ready and ready.import_s is not None else {})})
             own = ctx.detector.own_kernels(plan.source)
             plans = timed_plans(self.setup.timing, cases, plan.kernel)
-            topup = self._topup(plan, shapes, reached_uncomputed(cases, plans, entry, ref),
-                                guard)
+            topup = self._topup(plan, shapes, reached_uncomputed(
+                cases, plans, entry, computed(ref.out.result)), guard)
             keep = guard.pop_all()
         plan.judged.append(self.judging.submit(lambda: judge_problem(
             problem=plan.sp.problem, shapes=shapes, cases=cases, reference=ref, entry=entry,

@@ -262,7 +262,7 @@ class _Judging:
 
     def expected(self, case: Case) -> list[Any] | str:
         ref = self.reference
-        if self.topup is not None and not computed(ref, case.id):
+        if self.topup is not None and case.id not in computed(ref.out.result):
             ref = self.topup
         return ref.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8)
 

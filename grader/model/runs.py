@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from grader.formats.problem import Shape
 from grader.model import timed
 from grader.model.channel import Frames
-from grader.model.evidence import OutDir
+from grader.model.evidence import OutDir, ResultFile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,18 +59,19 @@ def computed_first(cases: list[Case]) -> list[Case]:
     return [c for c in cases if not c.timing or c.id in eager]
 
 
-def computed(reference: Evidence, case_id: str) -> bool:
-    """Whether the reference's run computed case `case_id`, and ok."""
-    result = reference.out.result
-    return result is not None and (rec := result.cases.get(case_id)) is not None and rec.ok
+def computed(result: ResultFile | None) -> set[str]:
+    """The cases a reference's result (or a held reference's cases file) says it computed,
+    and ok."""
+    return {cid for cid, rec in result.cases.items() if rec.ok} if result is not None else set()
 
 
 def reached_uncomputed(cases: list[Case], plans: Mapping[str, timed.TimedPlan],
-                       entry: Evidence, reference: Evidence) -> list[Case]:
+                       entry: Evidence, done: set[str]) -> list[Case]:
     """The checked timed cases the entry's loops reached (by its samples, each shape's
-    `plans`) that `reference` has not computed (computed_first left them for loops that run
-    that far), in order. The entry's own count decides: one that claims more calls than it
-    made gets the reference to compute at most every checked case it would anyway."""
+    `plans`) that are not among the reference's `done` (computed: computed_first left them
+    for loops that run that far), in order. The entry's own count decides: one that claims
+    more calls than it made gets the reference to compute at most every checked case it
+    would anyway."""
     result = entry.out.result
     if result is None:
         return []
@@ -81,6 +82,6 @@ def reached_uncomputed(cases: list[Case], plans: Mapping[str, timed.TimedPlan],
         if rec is None or not rec.ok:
             continue
         for cid in plan.checked(len(rec.device_us)):
-            if cid in checked and not computed(reference, cid):
+            if cid in checked and cid not in done:
                 todo[cid] = checked[cid]
     return list(todo.values())

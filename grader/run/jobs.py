@@ -211,24 +211,24 @@ def reference_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None
     job = timing_job(setup, cases, hold=hold)
     if digests:
         job["input_digests"] = True
-    job.update(_computed(setup, computed_first(cases), problem))
+    # Every case's module (a held reference may be given the rest in its GO: run.pair).
+    job.update(device=setup.device, cases=case_specs(computed_first(cases)),
+               **module_job(problem, cases))
     return job
 
 
 def topup_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None
               ) -> dict[str, object]:
     """A reference's job on checked timed cases that an entry's loops reached beyond what
-    its batch's reference computed first (run/topup.py): their samples alone, no timed
+    its batch's reference computed (grading.worker's top-up): their samples alone, no timed
     loop."""
-    return _computed(setup, cases, problem)
+    return {"device": setup.device, "cases": case_specs(cases), **module_job(problem, cases)}
 
 
-def _computed(setup: WorkerSetup, cases: list[Case], problem: Problem | None
-              ) -> dict[str, object]:
-    return {"device": setup.device,
-            "cases": [{"id": c.id, "params": c.shape.params, "seed": c.seed,
-                       "sampled": c.timing} for c in cases],
-            **module_job(problem, cases)}
+def case_specs(cases: list[Case]) -> list[dict[str, object]]:
+    """The reference's cases as its job lists them (a checked timed call's "sampled")."""
+    return [{"id": c.id, "params": c.shape.params, "seed": c.seed, "sampled": c.timing}
+            for c in cases]
 
 
 def io_binds(in_dir: Path, out_dir: Path) -> list[Bind]:

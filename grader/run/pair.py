@@ -13,14 +13,23 @@ from pathlib import Path
 
 from grader.harness.protocol import CASES_FILE, GO_FILE, RESULT_FILE
 from grader.model.evidence import read_out_dir, read_result
-from grader.model.runs import Case, Evidence, ExitState, computed_first
+from grader.model.runs import (
+    Case,
+    Evidence,
+    ExitState,
+    computed,
+    computed_first,
+    reached_uncomputed,
+)
 from grader.run import plan as batching
 from grader.run.ahead import Beside, Standby, still_held
 from grader.run.batch import Batch, arm, entry_run, is_ready
 from grader.run.jobs import (
     WorkerSetup,
+    case_specs,
     deliver,
     place,
+    timed_plans,
 )
 from grader.run.sequential import entry_container
 from grader.run.served import Server
@@ -185,15 +194,27 @@ class _PairRun:
 
     def release_reference_timing(self, step: float) -> None:
         """A held reference times once the entry has exited and `beside` is idle; until then,
-        its cases done, it is held."""
+        its cases done, it is held. Its GO carries the checked timed calls the entry's loops
+        reached beyond those it computed first (model/timed.py): it computes them before
+        its timed loop, with no container to start."""
         st, beside = self.st, self.beside
         if not (st.hold and self.cases_ok) or self.released:
             return
         if self.ent_exit is not None and (beside is None or beside.idle()):
             self.released = True
-            place(st.ref_in, GO_FILE, {})
+            place(st.ref_in, GO_FILE, {"cases": case_specs(self._reached())})
         elif self.ref_exit is None:
             st.ref.extend(step)
+
+    def _reached(self) -> list[Case]:
+        """The checked timed cases the exited entry's loops reached that the reference has
+        not computed (none when its outputs outgrew their caps: it runs again later)."""
+        st, knobs = self.st, self.setup.timing
+        if knobs is None or self.ent_exit is None or self.outgrown is not None:
+            return []
+        plans = timed_plans(knobs, st.batch.cases, st.batch.kernel_file)
+        return reached_uncomputed(st.batch.cases, plans, entry_run(self.ent_exit, st.ent_out),
+                                  computed(read_result(st.ref_out / CASES_FILE)))
 
     def pairs(self) -> Iterator[Pair]:
         """The batch's Pair once both have exited; an entry whose outputs outgrew its counted

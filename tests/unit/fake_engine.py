@@ -307,6 +307,13 @@ def reference(*, failing: str | None = None) -> Script:
             c.write(CASES_FILE, {"cases": results})
             yield from c.wait_for(GO_FILE)
             c.note("go")
+            # the checked timed calls an entry's loops reached beyond these (run.pair)
+            for case in json.loads((c.in_dir / GO_FILE).read_text()).get("cases") or []:
+                x, y = _inputs(case["seed"])
+                tensors.save(c.out_dir / case_file(case["id"], EXPECTED),
+                             sample((x + y,), case["seed"]))
+                results[case["id"]] = {"ok": True}
+                c.note(f"go case {case['id']}")
         timings = {shape: _samples(8, 20.0) for shape in job.get("timing", {})}
         c.write(RESULT_FILE, {"cases": results, "timings": timings, "device_name": "fake"})
         return 0

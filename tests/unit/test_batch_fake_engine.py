@@ -37,7 +37,7 @@ from grader.harness.protocol import (
 from grader.judge.problem import judge_problem, reference_failure
 from grader.model.channel import read_frames
 from grader.model.results import ShapeResult
-from grader.model.runs import Case, Evidence, computed_first, reached_uncomputed
+from grader.model.runs import Case, Evidence, computed, computed_first, reached_uncomputed
 from grader.paths import PROBLEM_BUNDLES
 from grader.run import ahead, pair, plan
 from grader.run.ahead import Beside, EntryStandby, Standby
@@ -185,37 +185,68 @@ def test_timed_loops_wait_for_the_entry_to_exit(tmp_path: Path, problem: Problem
     assert engine.left() == []
 
 
-def test_a_long_loop_gets_the_rest_of_its_checked_calls_computed_after_it(
+LONG = TimingKnobs(min_samples=4, max_samples=100)  # 11 checked a shape, 8 computed first
+
+
+def _long(tmp_path: Path, problem: Problem, engine: FakeEngine) -> tuple[WorkerSetup, Batch]:
+    setup = replace(_sandbox(engine), timing=LONG)
+    return setup, _batch(tmp_path, problem, setup, problem.shapes[:1])
+
+
+def _judge_long(problem: Problem, batch: Batch, ref: Evidence, ent: Evidence, limits: Limits,
+                topup: Evidence | None = None) -> list[ShapeResult]:
+    return judge_problem(problem=problem, shapes=problem.shapes[:1], cases=batch.cases,
+                         reference=ref, entry=ent, static=[], own_kernels={KERNEL},
+                         tracer=Detector(policy=load_policy("triton")),
+                         max_output_bytes=limits.output_bytes,
+                         plans=timed_plans(LONG, batch.cases, batch.kernel_file), topup=topup)
+
+
+def test_a_long_loops_checked_calls_ride_on_the_held_references_go(
         tmp_path: Path, problem: Problem) -> None:
     """The reference computes the checked timed calls a loop of up to 58 calls reaches
-    (model/timed.py); the entry's job goes out once those are done, and a loop that ran
-    further has the rest computed by a top-up reference run (grading.worker), on which the
-    judge checks them."""
-    knobs = TimingKnobs(min_samples=4, max_samples=100)  # 11 checked a shape, 8 at first
+    (model/timed.py) and the entry's job goes out once those are done; the checked calls a
+    longer loop reached come with the held reference's GO, computed before its timed loop,
+    with no container to start."""
     engine = _engine(ent=entry(calls=100))
-    engine.scripts[Role.REFERENCE].append(reference())  # the top-up's
-    setup = replace(_sandbox(engine), timing=knobs)
-    batch = _batch(tmp_path, problem, setup, problem.shapes[:1])
+    setup, batch = _long(tmp_path, problem, engine)
+    first = [c.id for c in computed_first(batch.cases)]
+    rest = [c.id for c in batch.cases if c.timing][7:-1]
     with run_pair(setup, batch) as got:
         assert got.entry is not None  # side by side: no second try one after the other
-        assert len(engine.of(Role.REFERENCE)) == 1
-        computed = set(got.reference.out.result.cases) if got.reference.out.result else set()
-        assert computed == {c.id for c in computed_first(batch.cases)}
-        plans = timed_plans(knobs, batch.cases, batch.kernel_file)
-        todo = reached_uncomputed(batch.cases, plans, got.entry, got.reference)
-        assert [c.id for c in todo] == [c.id for c in batch.cases if c.timing][7:-1]
-        with reference_run(setup, batch.image, todo, batch.ref_limits, problem,
-                           topup=True) as (topup, _):
-            shapes = problem.shapes[:1]
-            results = judge_problem(
-                problem=problem, shapes=shapes, cases=batch.cases, reference=got.reference,
-                entry=got.entry, static=[], own_kernels={KERNEL},
-                tracer=Detector(policy=load_policy("triton")),
-                max_output_bytes=got.entry_limits.output_bytes, plans=plans, topup=topup)
-            top = engine.of(Role.REFERENCE)[1].job()
-    assert "timing" not in top and [c["id"] for c in top["cases"]] == [c.id for c in todo]
+        results = _judge_long(problem, batch, got.reference, got.entry, got.entry_limits)
+        assert got.reference.out.result is not None
+        assert set(got.reference.out.result.cases) == {*first, *rest}
+    assert len(engine.of(Role.REFERENCE)) == 1
+    ev = engine.events
+    assert ev.index("entry: exit 0") < ev.index("reference: go") < ev.index(
+        f"reference: go case {rest[0]}")
     assert [r.verdict for r in results] == [Verdict.PASSED]
     assert results[0].timing is not None and results[0].timing.samples == 100
+    assert engine.left() == []
+
+
+def test_a_long_loop_on_a_finished_reference_gets_a_top_up_run(
+        tmp_path: Path, problem: Problem) -> None:
+    """One container after the other (and a round's kept reference): the reference has
+    exited, so the checked calls a long loop reached beyond it are computed by a reference
+    run on those alone (grading.worker's top-up), where the judge finds them."""
+    engine = _engine(ent=entry(calls=100))
+    engine.scripts[Role.REFERENCE].append(reference())  # the top-up's
+    setup, batch = _long(tmp_path, problem, engine)
+    with reference_container(setup, batch) as (ref, ref_dir), \
+            entry_container(setup, batch, ref_dir) as ent:
+        plans = timed_plans(LONG, batch.cases, batch.kernel_file)
+        todo = reached_uncomputed(batch.cases, plans, ent, computed(ref.out.result))
+        assert [c.id for c in todo] == [c.id for c in batch.cases if c.timing][7:-1]
+        assert _judge_long(problem, batch, ref, ent, batch.entry_limits)[0].verdict == \
+            Verdict.INFRA_ERROR  # their expected samples missing: the grader's failure
+        with reference_run(setup, batch.image, todo, batch.ref_limits, problem,
+                           topup=True) as (topup, _):
+            top = engine.of(Role.REFERENCE)[1].job()
+            results = _judge_long(problem, batch, ref, ent, batch.entry_limits, topup)
+    assert "timing" not in top and [c["id"] for c in top["cases"]] == [c.id for c in todo]
+    assert [r.verdict for r in results] == [Verdict.PASSED]
     assert engine.left() == []
 
 

@@ -6,6 +6,7 @@ calls. The GPU path is tests/gpu/test_hostile_gpu.py's replay cases."""
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,12 @@ import torch
 from grader.formats.problem import Problem, Shape
 from grader.harness import tensors
 from grader.harness.fresh import SAMPLE, load_recipe, make, sample, timed_loop
+from grader.harness.protocol import GO_FILE
 from grader.harness.timing import time_kernel
 from grader.judge.problem import judge_problem
 from grader.model import timed
 from grader.model.evidence import CaseRecord, OutDir, ResultFile, TimingRecord
-from grader.model.runs import Case, Evidence, computed_first, reached_uncomputed
+from grader.model.runs import Case, Evidence, computed, computed_first, reached_uncomputed
 from grader.paths import REPO
 from grader.run.jobs import TimingKnobs, timed_plans
 from grader.verdicts import Verdict
@@ -205,7 +207,7 @@ def _graded(tmp: Path, compute: Any, *, samples: int = 6, drop: str | None = Non
                         entry=entry, static=[], own_kernels=set(), tracer=NoDetection(),
                         max_output_bytes=1 << 20, plans={"s": plan},
                         topup=Evidence(exit=_exit(), out=later) if topup else None)[0]
-    return res, plan, reached_uncomputed(cases, {"s": plan}, entry, reference)
+    return res, plan, reached_uncomputed(cases, {"s": plan}, entry, computed(ref.result))
 
 
 def test_checked_timed_calls_that_match_pass(tmp_path: Path) -> None:
@@ -291,3 +293,26 @@ def test_the_loop_stops_on_its_median_not_on_host_stalls() -> None:
     assert loop(stalls) == 10
     two_states = [3.9 if i % 2 else 7.8 for i in range(300)]
     assert loop(two_states) == 200
+
+
+def test_a_held_reference_computes_the_checked_calls_its_go_brings(tmp_path: Path) -> None:
+    """The real reference harness, held after its cases (run.pair): the GO that releases its
+    timed loop lists the checked timed calls an entry's long loop reached; it computes their
+    samples first, as it computes the job's."""
+    from tests.unit.test_module_interface import _harness
+
+    for side in ("reference-in", "reference-out"):
+        (tmp_path / side).mkdir()
+    job = {"device": "cpu", "hold": True,
+           "cases": [{"id": "s.0", "params": {"n": 5000}, "seed": 1}]}
+    (tmp_path / "reference-in" / "job.json").write_text(json.dumps(job))
+    (tmp_path / "reference-in" / GO_FILE).write_text(json.dumps({"cases": [
+        {"id": "s.t9", "params": {"n": 5000}, "seed": 1009, "sampled": True}]}))
+    res = _harness(tmp_path, "reference", VECTOR_ADD, tmp_path / "none.py")
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = tmp_path / "reference-out"
+    result = json.loads((out / "result.json").read_text())
+    assert result["cases"]["s.0"]["ok"] and result["cases"]["s.t9"]["ok"]
+    x, y = make(load_recipe(VECTOR_ADD / "reference.py"), 1009, "cpu", {"n": 5000})
+    got, want = tensors.load(out / "s.t9.ref"), sample((x + y,), 1009)
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
