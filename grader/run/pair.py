@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.harness.protocol import CASES_FILE, GO_FILE, RESULT_FILE
+from grader.model import timed
 from grader.model.evidence import read_out_dir, read_result
 from grader.model.runs import (
     Case,
@@ -208,13 +209,16 @@ class _PairRun:
 
     def _reached(self) -> list[Case]:
         """The checked timed cases the exited entry's loops reached that the reference has
-        not computed (none when its outputs outgrew their caps: it runs again later)."""
+        not computed, and the next few (a round keeps them for its later entries, whose loops
+        may run a little longer); none when its outputs outgrew their caps (it runs again
+        later)."""
         st, knobs = self.st, self.setup.timing
         if knobs is None or self.ent_exit is None or self.outgrown is not None:
             return []
         plans = timed_plans(knobs, st.batch.cases, st.batch.kernel_file)
         return reached_uncomputed(st.batch.cases, plans, entry_run(self.ent_exit, st.ent_out),
-                                  computed(read_result(st.ref_out / CASES_FILE)))
+                                  computed(read_result(st.ref_out / CASES_FILE)),
+                                  ahead=timed.EAGER_BLOCKS)
 
     def pairs(self) -> Iterator[Pair]:
         """The batch's Pair once both have exited; an entry whose outputs outgrew its counted

@@ -244,6 +244,27 @@ def test_a_loop_that_stays_within_the_first_run_needs_no_top_up(tmp_path: Path) 
     assert todo == [] and res.verdict == Verdict.PASSED
 
 
+def test_a_round_keeps_a_few_checked_cases_beyond_a_long_loops(tmp_path: Path) -> None:
+    """`ahead`: past the last checked case a loop reached, the next few of its shape (what a
+    later entry's somewhat longer loop reaches), never past the shape's own."""
+    checked = [Case(id=f"s.t{k}", shape=SHAPE, seed=1000 + k, timing=True)
+               for k in range(LONG.checked_per_shape)]
+    cases = [Case(id="s.0", shape=SHAPE, seed=1), *checked]
+    (tmp_path / "k.py").write_text("def kernel(x, y):\n    return x + y\n")
+    plans = timed_plans(LONG, cases, tmp_path / "k.py")
+    first = {c.id for c in computed_first(cases)}
+    at = next(i for i, (_s, cid) in enumerate(plans["s"].calls) if cid == "s.t7")
+    entry = Evidence(exit=_exit(), out=OutDir(result=ResultFile(cases={}, timings={
+        "s": TimingRecord(ok=True, device_us=[10.0] * (at + 2), method="cuda-events")})))
+    ids = [c.id for c in reached_uncomputed(cases, plans, entry, first)]
+    assert ids == ["s.t7"]
+    ids = [c.id for c in reached_uncomputed(cases, plans, entry, first, ahead=2)]
+    assert ids == ["s.t7", "s.t8", "s.t9"]
+    ids = [c.id for c in reached_uncomputed(cases, plans, entry, first, ahead=30)]
+    assert ids == ["s.t7", "s.t8", "s.t9"]  # s.t10, the last, is computed first
+    assert reached_uncomputed(cases, plans, entry, {c.id for c in cases}, ahead=2) == []
+
+
 def test_a_long_loop_is_checked_on_the_top_up_runs_samples(tmp_path: Path) -> None:
     """A loop that ran past what the reference computed first: the checked cases it reached
     beyond are those the worker's top-up computes, and the judge compares them there."""
