@@ -52,7 +52,8 @@ def eager(checked: list[T]) -> list[T]:
     """Of one shape's checked cases, in order (the last is the loop's closing call), those
     the reference computes before any entry's loop: the first block's, the next
     EAGER_BLOCKS blocks' and the last. A loop that reaches beyond them gets the rest
-    computed after it has run (run/topup.py)."""
+    computed after it has run (run.pair: with a held reference's GO; else
+    grading.worker's top-up run)."""
     head = CHECKS_FIRST + EAGER_BLOCKS
     return checked if len(checked) <= head + 1 else [*checked[:head], checked[-1]]
 
