@@ -66,29 +66,24 @@ def computed(result: ResultFile | None) -> set[str]:
 
 
 def reached_uncomputed(cases: list[Case], plans: Mapping[str, timed.TimedPlan],
-                       entry: Evidence, done: set[str], *, ahead: int = 0) -> list[Case]:
+                       entry: Evidence, done: set[str], *, rest: bool = False) -> list[Case]:
     """The checked timed cases the entry's loops reached (by its samples, each shape's
     `plans`) that are not among the reference's `done` (computed: computed_first left them
-    for loops that run that far), in order; with `ahead`, where a loop reached any, the next
-    `ahead` of its shape's too (what a somewhat longer loop of a later entry of a round
-    reaches: the round keeps them with the reference). The entry's own count decides: one
-    that claims more calls than it made gets the reference to compute at most every checked
-    case it would anyway."""
+    for loops that run that far), in order; with `rest`, where a loop reached any, every
+    other checked case of its shape too (a round keeps them with the reference: a later
+    entry's loop on a shape whose timings kept one loop going is likely to run long too). The
+    entry's own count decides: one that claims more calls than it made gets the reference
+    to compute at most every checked case it would anyway."""
     result = entry.out.result
     if result is None:
         return []
-    todo: dict[str, Case] = {}
+    todo: list[Case] = []
     for shape, plan in plans.items():
         rec = result.timings.get(shape)
         if rec is None or not rec.ok:
             continue
         order = [c for c in cases if c.timing and c.shape.id == shape]
-        index = {c.id: k for k, c in enumerate(order)}
-        reached = [index[cid] for cid in plan.checked(len(rec.device_us))
-                   if cid in index and cid not in done]
-        if reached:
-            more = range(max(reached) + 1, min(max(reached) + 1 + ahead, len(order)))
-            for k in sorted({*reached, *more}):
-                if order[k].id not in done:
-                    todo[order[k].id] = order[k]
-    return list(todo.values())
+        reached = set(plan.checked(len(rec.device_us)))
+        if any(c.id in reached and c.id not in done for c in order):
+            todo += [c for c in order if (rest or c.id in reached) and c.id not in done]
+    return todo

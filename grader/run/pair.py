@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.harness.protocol import CASES_FILE, GO_FILE, RESULT_FILE
-from grader.model import timed
 from grader.model.evidence import read_out_dir, read_result
 from grader.model.runs import (
     Case,
@@ -196,8 +195,8 @@ class _PairRun:
     def release_reference_timing(self, step: float) -> None:
         """A held reference times once the entry has exited and `beside` is idle; until then,
         its cases done, it is held. Its GO carries the checked timed calls the entry's loops
-        reached beyond those it computed first (model/timed.py): it computes them before
-        its timed loop, with no container to start."""
+        reached beyond those it computed first (model/timed.py), with the rest of their
+        shapes': it computes them before its timed loop, with no container to start."""
         st, beside = self.st, self.beside
         if not (st.hold and self.cases_ok) or self.released:
             return
@@ -209,16 +208,16 @@ class _PairRun:
 
     def _reached(self) -> list[Case]:
         """The checked timed cases the exited entry's loops reached that the reference has
-        not computed, and the next few (a round keeps them for its later entries, whose loops
-        may run a little longer); none when its outputs outgrew their caps (it runs again
-        later)."""
+        not computed, with the rest of those shapes' (a round keeps them for its later
+        entries, which then need no top-up run); none when its outputs outgrew their caps (it
+        runs again later)."""
         st, knobs = self.st, self.setup.timing
         if knobs is None or self.ent_exit is None or self.outgrown is not None:
             return []
         plans = timed_plans(knobs, st.batch.cases, st.batch.kernel_file)
         return reached_uncomputed(st.batch.cases, plans, entry_run(self.ent_exit, st.ent_out),
                                   computed(read_result(st.ref_out / CASES_FILE)),
-                                  ahead=timed.EAGER_BLOCKS)
+                                  rest=True)
 
     def pairs(self) -> Iterator[Pair]:
         """The batch's Pair once both have exited; an entry whose outputs outgrew its counted

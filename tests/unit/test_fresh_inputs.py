@@ -244,9 +244,11 @@ def test_a_loop_that_stays_within_the_first_run_needs_no_top_up(tmp_path: Path) 
     assert todo == [] and res.verdict == Verdict.PASSED
 
 
-def test_a_round_keeps_a_few_checked_cases_beyond_a_long_loops(tmp_path: Path) -> None:
-    """`ahead`: past the last checked case a loop reached, the next few of its shape (what a
-    later entry's somewhat longer loop reaches), never past the shape's own."""
+def test_a_round_keeps_every_checked_case_of_a_shape_a_long_loop_ran_on(
+        tmp_path: Path) -> None:
+    """`rest`: where a loop reached a checked case the reference had not computed, every
+    other one of its shape too (what a later entry's loop on that shape may reach); none for
+    a loop that stayed within what was computed."""
     checked = [Case(id=f"s.t{k}", shape=SHAPE, seed=1000 + k, timing=True)
                for k in range(LONG.checked_per_shape)]
     cases = [Case(id="s.0", shape=SHAPE, seed=1), *checked]
@@ -254,15 +256,16 @@ def test_a_round_keeps_a_few_checked_cases_beyond_a_long_loops(tmp_path: Path) -
     plans = timed_plans(LONG, cases, tmp_path / "k.py")
     first = {c.id for c in computed_first(cases)}
     at = next(i for i, (_s, cid) in enumerate(plans["s"].calls) if cid == "s.t7")
-    entry = Evidence(exit=_exit(), out=OutDir(result=ResultFile(cases={}, timings={
-        "s": TimingRecord(ok=True, device_us=[10.0] * (at + 2), method="cuda-events")})))
-    ids = [c.id for c in reached_uncomputed(cases, plans, entry, first)]
-    assert ids == ["s.t7"]
-    ids = [c.id for c in reached_uncomputed(cases, plans, entry, first, ahead=2)]
-    assert ids == ["s.t7", "s.t8", "s.t9"]
-    ids = [c.id for c in reached_uncomputed(cases, plans, entry, first, ahead=30)]
-    assert ids == ["s.t7", "s.t8", "s.t9"]  # s.t10, the last, is computed first
-    assert reached_uncomputed(cases, plans, entry, {c.id for c in cases}, ahead=2) == []
+
+    def loop(n: int) -> Evidence:
+        return Evidence(exit=_exit(), out=OutDir(result=ResultFile(cases={}, timings={
+            "s": TimingRecord(ok=True, device_us=[10.0] * n, method="cuda-events")})))
+
+    assert [c.id for c in reached_uncomputed(cases, plans, loop(at + 2), first)] == ["s.t7"]
+    assert [c.id for c in reached_uncomputed(cases, plans, loop(at + 2), first, rest=True)
+            ] == ["s.t7", "s.t8", "s.t9"]  # s.t10, the last, is computed first
+    assert reached_uncomputed(cases, plans, loop(at), first, rest=True) == []
+    assert reached_uncomputed(cases, plans, loop(at + 2), {c.id for c in cases}, rest=True) == []
 
 
 def test_a_long_loop_is_checked_on_the_top_up_runs_samples(tmp_path: Path) -> None:
