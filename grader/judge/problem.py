@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from grader.detect.dynamic import CallEvidence, verdict_for
@@ -260,9 +261,14 @@ class _Judging:
         assert self.entry.out.result is not None  # _whole_run said so
         return self.entry.out.result
 
+    @cached_property
+    def computed(self) -> set[str]:
+        """The cases the reference's run computed (the rest: the top-up's)."""
+        return computed(self.reference.out.result)
+
     def expected(self, case: Case) -> list[Any] | str:
         ref = self.reference
-        if self.topup is not None and case.id not in computed(ref.out.result):
+        if self.topup is not None and case.id not in self.computed:
             ref = self.topup
         return ref.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8)
 

@@ -48,14 +48,19 @@ class Case:
     module_seed: int = 0
 
 
+def timed_cases(cases: list[Case]) -> dict[str, list[Case]]:
+    """Each shape's checked timed cases, in order."""
+    out: dict[str, list[Case]] = {}
+    for c in cases:
+        if c.timing:
+            out.setdefault(c.shape.id, []).append(c)
+    return out
+
+
 def computed_first(cases: list[Case]) -> list[Case]:
     """The cases a batch's reference computes before any entry's loop: every correctness case
     and, of each shape's checked timed cases, the eager ones (model/timed.py); in order."""
-    by_shape: dict[str, list[Case]] = {}
-    for c in cases:
-        if c.timing:
-            by_shape.setdefault(c.shape.id, []).append(c)
-    eager = {c.id for checked in by_shape.values() for c in timed.eager(checked)}
+    eager = {c.id for checked in timed_cases(cases).values() for c in timed.eager(checked)}
     return [c for c in cases if not c.timing or c.id in eager]
 
 
@@ -77,12 +82,13 @@ def reached_uncomputed(cases: list[Case], plans: Mapping[str, timed.TimedPlan],
     result = entry.out.result
     if result is None:
         return []
+    by_shape = timed_cases(cases)
     todo: list[Case] = []
     for shape, plan in plans.items():
         rec = result.timings.get(shape)
         if rec is None or not rec.ok:
             continue
-        order = [c for c in cases if c.timing and c.shape.id == shape]
+        order = by_shape.get(shape, [])
         reached = set(plan.checked(len(rec.device_us)))
         if any(c.id in reached and c.id not in done for c in order):
             todo += [c for c in order if (rest or c.id in reached) and c.id not in done]

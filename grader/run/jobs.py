@@ -38,7 +38,7 @@ from grader.harness.protocol import (
     STDOUT_BYTES,
 )
 from grader.model import timed
-from grader.model.runs import Case, computed_first
+from grader.model.runs import Case, computed_first, timed_cases
 from grader.sandbox.capped import private_dir, resize
 from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.runs import run_folder
@@ -137,15 +137,6 @@ def entry_args(problem: Problem | None) -> tuple[str, ...]:
     if problem is None or problem.interface != "module":
         return ()
     return problem.entry_names()
-
-
-def timed_cases(cases: list[Case]) -> dict[str, list[Case]]:
-    """Each shape's checked timed cases, in order."""
-    out: dict[str, list[Case]] = {}
-    for c in cases:
-        if c.timing:
-            out.setdefault(c.shape.id, []).append(c)
-    return out
 
 
 def timed_plan(knobs: TimingKnobs, checked: list[Case], order_key: bytes) -> timed.TimedPlan:

@@ -128,6 +128,7 @@ class _PairRun:
     timing_held: bool = False
     released: bool = False  # the reference's timed loop has its GO
     armed: bool = False  # the entry's clock has started (arm)
+    entry: Evidence | None = None  # the exited entry's run, once read (_entry)
 
     def exited(self) -> bool:
         return self.ref_exit is not None and self.ent_exit is not None
@@ -215,9 +216,16 @@ class _PairRun:
         if knobs is None or self.ent_exit is None or self.outgrown is not None:
             return []
         plans = timed_plans(knobs, st.batch.cases, st.batch.kernel_file)
-        return reached_uncomputed(st.batch.cases, plans, entry_run(self.ent_exit, st.ent_out),
+        return reached_uncomputed(st.batch.cases, plans, self._entry(),
                                   computed(read_result(st.ref_out / CASES_FILE)),
                                   rest=True)
+
+    def _entry(self) -> Evidence:
+        """The exited entry's run, read once (the GO's cases and the batch's Pair)."""
+        assert self.ent_exit is not None
+        if self.entry is None:
+            self.entry = entry_run(self.ent_exit, self.st.ent_out)
+        return self.entry
 
     def pairs(self) -> Iterator[Pair]:
         """The batch's Pair once both have exited; an entry whose outputs outgrew its counted
@@ -233,8 +241,8 @@ class _PairRun:
                 yield Pair(reference=reference, ref_dir=st.ref_out, entry=entry,
                            entry_limits=self.outgrown)
             return
-        yield Pair(reference=reference, ref_dir=st.ref_out,
-                   entry=entry_run(self.ent_exit, st.ent_out), entry_limits=batch.entry_limits)
+        yield Pair(reference=reference, ref_dir=st.ref_out, entry=self._entry(),
+                   entry_limits=batch.entry_limits)
 
 
 def _cases_ok(path: Path, cases: list[Case], *, done: bool) -> bool | None:

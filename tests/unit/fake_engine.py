@@ -282,6 +282,15 @@ def _samples(n: int, us: float) -> dict[str, Any]:
     return {"ok": True, "device_us": [us] * n, "host_us": [us + 2] * n, "method": "fake"}
 
 
+def _expect(c: FakeContainer, case: dict[str, Any]) -> dict[str, Any]:
+    """The reference's x + y on one case of its job (its samples for a checked timed call),
+    saved; the case's record."""
+    x, y = _inputs(case["seed"])
+    expected = sample((x + y,), case["seed"]) if case.get("sampled") else [x + y]
+    tensors.save(c.out_dir / case_file(case["id"], EXPECTED), expected)
+    return {"ok": True}
+
+
 def reference(*, failing: str | None = None) -> Script:
     """The reference's harness: inputs and x + y per case; `failing`: a case id whose
     reference raises."""
@@ -293,14 +302,11 @@ def reference(*, failing: str | None = None) -> Script:
         results: dict[str, Any] = {}
         for case in job["cases"]:
             cid = case["id"]
-            x, y = _inputs(case["seed"])
             if cid == failing:
                 results[cid] = {"ok": False, "error": "Traceback (most recent call last):\n"
                                 "RuntimeError: the reference failed"}
             else:
-                expected = sample((x + y,), case["seed"]) if case.get("sampled") else [x + y]
-                tensors.save(c.out_dir / case_file(cid, EXPECTED), expected)
-                results[cid] = {"ok": True}
+                results[cid] = _expect(c, case)
             yield
         c.note("cases done")
         if job.get("hold"):
@@ -309,10 +315,7 @@ def reference(*, failing: str | None = None) -> Script:
             c.note("go")
             # the checked timed calls an entry's loops reached beyond these (run.pair)
             for case in json.loads((c.in_dir / GO_FILE).read_text()).get("cases") or []:
-                x, y = _inputs(case["seed"])
-                tensors.save(c.out_dir / case_file(case["id"], EXPECTED),
-                             sample((x + y,), case["seed"]))
-                results[case["id"]] = {"ok": True}
+                results[case["id"]] = _expect(c, case)
                 c.note(f"go case {case['id']}")
         timings = {shape: _samples(8, 20.0) for shape in job.get("timing", {})}
         c.write(RESULT_FILE, {"cases": results, "timings": timings, "device_name": "fake"})
