@@ -69,6 +69,10 @@ class Problem(Strict):
     # Expressions of the shape's params; optional only where every shape has its own numbers.
     flops: str | None = Field(default=None, min_length=1, max_length=500)
     bytes: str | None = Field(default=None, min_length=1, max_length=500)
+    # Bytes one call's outputs hold, where they outgrow `bytes` (a kernel that returns whole
+    # buffers it wrote a few rows of): sizes the entry's output cap before the reference has
+    # written them (run/plan.py). Not a roofline number.
+    output_bytes: str | None = Field(default=None, min_length=1, max_length=500)
     shapes: list[Shape] = Field(min_length=1)
     interface: Interface = "function"
     # module: the shape params passed to the constructor (by name); the others only reach

@@ -256,7 +256,7 @@ def hidden_values(suite: Suite) -> tuple[set[str], set[float]]:
         strings |= {p.hidden.provenance, p.hidden.notes}
         # An expression that is a bare name (`flops = "n"`) is only a public param's name; one
         # that is a bare number (`flops = "0"`) is a number, checked as the others are.
-        for x in (p.flops, p.bytes):
+        for x in (p.flops, p.bytes, p.output_bytes):
             if x is None or x.isidentifier():
                 continue
             if _NUMBER.fullmatch(x.strip()):

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.errors import ProblemError
-from grader.formats.expr import work
+from grader.formats.expr import evaluate, work
 from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import CASES_FILE, EXPECTED, RESULT_FILE, case_file
 from grader.model.evidence import read_result
@@ -48,6 +48,17 @@ def shape_bytes(problem: Problem, shape: Shape) -> int:
     none: imported problems may lack expressions, and then only the fixed caps apply)."""
     try:
         return max(int(work(problem, shape)[1]), 0)
+    except (ProblemError, ValueError, OverflowError):
+        return 0
+
+
+def shape_output_bytes(problem: Problem, shape: Shape) -> int:
+    """Bytes one call of `shape` returns, where the problem counts them apart from its traffic
+    (`output_bytes`); else 0, and its traffic count stands for them."""
+    if problem.output_bytes is None:
+        return 0
+    try:
+        return max(int(evaluate(problem.output_bytes, shape.params)), 0)
     except (ProblemError, ValueError, OverflowError):
         return 0
 
@@ -98,7 +109,8 @@ def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
     from the problem's count of bytes, inputs and outputs together, so that an honest entry
     fits; a little looser than entry_limits, still bounded by the problem's own size.
     `cases_per_shape`: the correctness cases; `timed`: the batch's checked timed calls."""
-    counted = counted_bytes(problem, shapes, cases_per_shape)
+    counted = counted_bytes(problem, shapes, cases_per_shape) + sum(
+        shape_output_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
     largest = max((shape_bytes(problem, s) for s in shapes), default=0)
     output = max(base.output_bytes,
                  counted + ENTRY_SLACK + TIMED_CASE_SLACK * timed
