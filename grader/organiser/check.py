@@ -92,12 +92,14 @@ class SuiteCheck:
 
 def roofline_errors(sp: SuiteProblem) -> list[str]:
     """`problem/shape: why` for each shape whose FLOP or byte count does not evaluate."""
-    from grader.formats.expr import work
+    from grader.formats.expr import evaluate, work
 
     out = []
     for shape in sp.problem.shapes:
         try:
             flops, nbytes = work(sp.problem, shape)
+            if sp.problem.output_bytes is not None:
+                evaluate(sp.problem.output_bytes, shape.params)
         except (ProblemError, ValueError, ArithmeticError, TypeError) as exc:
             out.append(f"{sp.id}/{shape.id}: {getattr(exc, 'message', exc)}")
             continue

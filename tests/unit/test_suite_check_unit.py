@@ -49,6 +49,11 @@ def test_roofline_expressions_and_the_kit(tmp_path: Path) -> None:
     toml.write_text(toml.read_text().replace('bytes = "3*4*n"', 'bytes = "n - n"'))
     errors = roofline_errors(load_suite(root).problems["vector_add"])
     assert len(errors) == 3 and errors[0].startswith("vector_add/smoke_4099: ")
+    # An output count that names no param of the shapes: said per shape, as the others.
+    toml.write_text(toml.read_text().replace('bytes = "n - n"', 'bytes = "3*4*n"\n'
+                                             'output_bytes = "4*rows"'))
+    errors = roofline_errors(load_suite(root).problems["vector_add"])
+    assert len(errors) == 3 and "rows" in errors[0]
     # A description that names a hidden shape: the kit refuses to ship it.
     toml.write_text(toml.read_text().replace('description = """', 'description = """'
                                              'Graded on residual_prefill. '))
