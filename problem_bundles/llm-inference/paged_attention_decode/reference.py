@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import torch
@@ -88,8 +87,10 @@ def make_inputs(
     # Sequence b takes the next n_blocks[b] blocks of a random order (block 0 is the null one).
     free = (torch.randperm(sum(n_blocks), generator=gen) + 1).to(torch.int32)
     block_tables = torch.zeros(B, math.ceil(max_ctx / block_size), dtype=torch.int32)
-    for b, (start, n) in enumerate(zip(itertools.accumulate(n_blocks, initial=0), n_blocks)):
+    start = 0
+    for b, n in enumerate(n_blocks):
         block_tables[b, :n] = free[start:start + n]
+        start += n
     cache_shape = (sum(n_blocks) + 1, block_size, kv_heads, head_dim)
     # The bulk is drawn where the case runs (gigabytes take milliseconds on a GPU, tens of
     # seconds on a CPU), from a stream of its own; the layout above is drawn on the CPU, the
