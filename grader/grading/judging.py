@@ -13,7 +13,9 @@ The batch's folders (the reference's expected outputs, the entry's outputs) stay
 judging is done: its contexts are handed over whole (an ExitStack) and closed here, on the
 worker's own thread, once the judging has finished (`reap`), so that only one thread ever
 talks to the container engine. The judgings run one at a time, in the order they were
-handed over, and a problem's results are taken in its batches' order (`results`).
+handed over, and a problem's results are taken in its batches' order (`results`). The worker
+takes them only once the next problem's first batch has run (Worker.grade), so that a
+problem's last judging, too, runs beside the GPU's next work rather than in front of it.
 """
 
 from __future__ import annotations
@@ -26,18 +28,22 @@ from dataclasses import dataclass
 
 from grader.model.results import ShapeResult
 
+# A batch's judging once done: its results, the seconds it took, and when it ended
+# (time.monotonic()).
+Outcome = tuple[list[ShapeResult], float, float]
+
 
 @dataclass(frozen=True)
 class Judged:
-    """A batch's judging: its results, once done, and the seconds the judging took."""
+    """A batch's judging: its results, once done, the seconds the judging took and when."""
 
-    future: Future[tuple[list[ShapeResult], float]]
+    future: Future[Outcome]
 
     @staticmethod
     def now(results: list[ShapeResult]) -> Judged:
         """Results known without judging (a reference that cannot be used)."""
-        done: Future[tuple[list[ShapeResult], float]] = Future()
-        done.set_result((results, 0.0))
+        done: Future[Outcome] = Future()
+        done.set_result((results, 0.0, time.monotonic()))
         return Judged(done)
 
 
@@ -47,17 +53,18 @@ class Judging:
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
-        self._kept: list[tuple[Future[tuple[list[ShapeResult], float]],
-                               contextlib.ExitStack]] = []
-        self.last: Future[tuple[list[ShapeResult], float]] | None = None
+        self._kept: list[tuple[Future[Outcome], contextlib.ExitStack]] = []
+        self.last: Future[Outcome] | None = None
 
     def submit(self, work: Callable[[], list[ShapeResult]],
                keep: contextlib.ExitStack) -> Judged:
         """Run `work` on the judging thread; `keep` (what it reads: the batch's folders and
         containers) is closed once it has finished."""
-        def timed() -> tuple[list[ShapeResult], float]:
+        def timed() -> Outcome:
             t0 = time.monotonic()
-            return work(), time.monotonic() - t0
+            got = work()
+            t1 = time.monotonic()
+            return got, t1 - t0, t1
 
         try:
             future = self._pool.submit(timed)
@@ -68,7 +75,7 @@ class Judging:
         self.last = future
         return Judged(future)
 
-    def pending(self) -> tuple[Future[tuple[list[ShapeResult], float]], ...]:
+    def pending(self) -> tuple[Future[Outcome], ...]:
         """The judging not done yet (the next batch's timed loops wait for it)."""
         self.reap()
         return (self.last,) if self.last is not None and not self.last.done() else ()
@@ -90,16 +97,18 @@ class Judging:
             self._kept.clear()
 
 
-def results(judged: list[Judged], judging: Judging) -> tuple[list[ShapeResult], float]:
-    """A problem's results in its batches' order, waiting for each batch's judging, and the
-    seconds its judging took; a judging that failed raises here, on the worker's thread."""
+def results(judged: list[Judged], judging: Judging) -> Outcome:
+    """A problem's results in its batches' order, waiting for each batch's judging, the
+    seconds its judging took and when the last ended (0.0 with none); a judging that failed
+    raises here, on the worker's thread."""
     out: list[ShapeResult] = []
-    seconds = 0.0
+    seconds = ended = 0.0
     try:
         for j in judged:
-            got, s = j.future.result()
+            got, s, t = j.future.result()
             out += got
             seconds += s
+            ended = max(ended, t)
     finally:
         judging.reap()
-    return out, seconds
+    return out, seconds, ended

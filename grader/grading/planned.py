@@ -40,6 +40,7 @@ class Planned:
     results: list[ShapeResult] = field(default_factory=list)  # once judged (Worker.finish)
     logs: str = ""
     started: float | None = None  # when its first batch began
+    ran: float | None = None  # when its last batch so far had run (its judging may go on)
 
     def label(self, k: int) -> str:
         n = len(self.parts)

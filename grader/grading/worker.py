@@ -13,7 +13,8 @@ container alone (run.ahead.EntryStandby). Standbys are started `depth` at a time
 whose next batch has none starts the next `depth` batches' at once.
 
 A batch's judging runs on the worker's judging thread (judging.py) while the next batch
-starts; that batch's timed loops wait for it as they wait for the standbys (issue 32). With
+starts, a problem's last batch's too (the problem's result is taken once it is done); that
+batch's timed loops wait for it as they wait for the standbys (issue 32). With
 --serve, each batch's entry is a worker of the worker's serving container (run/served.py)
 instead of a container of its own.
 """
@@ -96,22 +97,41 @@ class Worker:
 
     def grade(self, claim: Claim, finished: Callable[[Finished], bool]) -> None:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
-        says whether to go on (False: the run stops, the next problem is not graded)."""
+        says whether to go on (False: the run stops, the next problem is not graded).
+
+        A problem whose batches have all run is `held` until its judging is done, looked at
+        after each batch of the next problems (and waited for only at the end): its last
+        judging runs beside the next batch (whose timed loops wait for it, run.ahead.Beside)
+        instead of in front of it."""
         self.judging = Judging()
         self.serving = (Serving(self.setup, self.ctx.entry_limits, beside=self.depth)
                         if self.ctx.scheduling.serve else None)
+        held: deque[Planned] = deque()  # graded, in order, their judging maybe still running
+        go_on = True
+
+        def release(wait: bool = False) -> bool:
+            """Finish the held problems whose judging is done (all of them with `wait`)."""
+            nonlocal go_on
+            while held and (wait or all(j.future.done() for j in held[0].judged)):
+                go_on = finished(self._finished(held.popleft())) and go_on
+            return go_on
+
         try:
-            while True:
+            while go_on:
                 cur = self.queued.popleft() if self.queued else self.open(claim())
                 if cur is None:
-                    return
+                    break
                 if isinstance(cur, ProblemResult):
-                    result = Finished(result=cur)
+                    go_on = finished(Finished(result=cur))
+                    continue
+                failure = self._grade(cur, claim, then=release)
+                if failure is not None:
+                    go_on = release(wait=True) and finished(Finished(result=failure))
                 else:
-                    result = Finished(result=self._grade(cur, claim), image_id=cur.image_id,
-                                      device_name=cur.device_name)
-                if not finished(result):
-                    return
+                    held.append(cur)
+                    release()  # its judging may be done already (a fake's, a quick one)
+            if go_on:
+                release(wait=True)
         finally:  # an interrupt, or the run stopped: no standby outlives the worker
             for plan in self.queued:
                 if isinstance(plan, Planned):
@@ -121,16 +141,30 @@ class Worker:
             if self.serving is not None:
                 self.serving.close()
 
-    def _grade(self, cur: Planned, claim: Claim) -> ProblemResult:
-        """Every batch of `cur`, each with the standbys it starts (_start_ahead)."""
+    def _grade(self, cur: Planned, claim: Claim, *, then: Callable[[], bool]
+               ) -> ProblemResult | None:
+        """Every batch of `cur`, each with the standbys it starts (_start_ahead), `then`
+        called after each (False: the run stops, no more batches); None once they have run
+        (their results: `_finished`), else the problem's failure."""
         try:
             for k in range(len(cur.parts)):
                 self.grade_batch(cur, k, self._beside(cur, k, claim))
-            return self.finish(cur)
+                cur.ran = time.monotonic()
+                if not then():
+                    break
+            return None
         except Exception as exc:
             return self.failed(cur.sp, exc)
         finally:
             cur.close()
+
+    def _finished(self, plan: Planned) -> Finished:
+        """A graded problem's result, once its judging is done (or its failure there)."""
+        try:
+            result = self.finish(plan)
+        except Exception as exc:
+            result = self.failed(plan.sp, exc)
+        return Finished(result=result, image_id=plan.image_id, device_name=plan.device_name)
 
     def open(self, sp: SuiteProblem | None) -> Planned | ProblemResult | None:
         """`sp` planned; or its result when there is nothing to grade (no kernel) or the
@@ -379,15 +413,18 @@ class Worker:
 
     def finish(self, plan: Planned) -> ProblemResult:
         sp = plan.sp
-        got, judge_s = results(plan.judged, self.judging)
+        got, judge_s, judged_at = results(plan.judged, self.judging)
         plan.results += got
         add(plan.phases, {"judge": judge_s})  # the host's own comparing, beside the GPU's work
         if not plan.results:
             return nothing_graded(sp, self.ctx.settings, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])
         self.ctx.progress(f"{sp.id}: done ({verdict})")
-        # From its first batch's start (before, it ran beside the problem before), and its image.
-        wall = plan.phases["image"] + time.monotonic() - (plan.started or time.monotonic())
+        # From its first batch's start (before, it ran beside the problem before) to its last
+        # batch's run or judging, whichever ended later (it is finished once the next
+        # problem's first batch has run: Worker.grade), and its image.
+        ended = max(plan.ran or 0.0, judged_at)
+        wall = plan.phases["image"] + ended - (plan.started or ended)
         return ProblemResult(
             id=sp.id, operator=sp.problem.operator, verdict=verdict,
             shapes=plan.results, findings=plan.static, kernel_file=plan.rel, image=plan.image,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 import pytest
 
@@ -42,8 +43,11 @@ def test_judgings_run_off_the_thread_in_order_and_keep_their_folders() -> None:
     judging.reap()
     assert closed == []  # nothing closed before its judging is done
     gate.set()
-    got, seconds = results([Judged.now([_result("x")]), first, second], judging)
+    before = time.monotonic()
+    got, seconds, ended = results([Judged.now([_result("x")]), first, second], judging)
     assert [r.id for r in got] == ["x", "a", "b"] and seconds >= 0
+    # when the last judging ended: after the gate opened, no later than now
+    assert before <= ended <= time.monotonic()
     assert [n for n, _t in ran] == ["a", "b"]
     assert all(t.startswith("judge") for _n, t in ran)
     assert judging.pending() == ()

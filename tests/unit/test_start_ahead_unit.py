@@ -4,8 +4,10 @@ to its gate is dropped (run.ahead.Standby.idle), with fake containers."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +17,7 @@ import pytest
 
 from grader.grading import worker as worker_mod
 from grader.grading.config import AHEAD_CORES, Scheduling
+from grader.grading.judging import Judged
 from grader.harness.protocol import GATE_FILE, STANDBY
 from grader.harness.warden import encode_frame
 from grader.run import ahead as problem_run
@@ -98,11 +101,14 @@ class FakeStandby:
 
 
 def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
-            broken: frozenset[str] = frozenset()) -> tuple[Any, list[str]]:
+            broken: frozenset[str] = frozenset(),
+            judged: dict[str, list[Judged]] | None = None) -> tuple[Any, list[str]]:
     """A Worker over problems of `parts[id]` batches whose containers are fakes
-    (FakeStandby); batches named in `broken` run one container after the other. Its
-    grade_batch records what each batch started beside it in `w.ran`; `events` says when
-    each problem was taken and each batch ran."""
+    (FakeStandby); batches named in `broken` run one container after the other; `judged`:
+    a problem's judgings (none: done at once). Its grade_batch records what each batch
+    started beside it in `w.ran`; `events` says when each problem was taken, each batch ran
+    and each problem was finished."""
+    judged = judged or {}
     from grader.grading.planned import Planned
     from grader.grading.worker import Worker
 
@@ -124,6 +130,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
         p.sp = SimpleNamespace(id=pid)  # type: ignore[assignment]
         p.parts, p.batches, p.standbys = [[]] * parts[pid], {}, {}
         p.image_id = p.device_name = None
+        p.judged = list(judged.get(pid, []))
         return p
 
     def grade_batch(p: Planned, k: int, beside: problem_run.Beside | None) -> None:
@@ -136,7 +143,13 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     w.open = plan
     w.batch = lambda p, k: None if f"{p.sp.id}{k}" in broken else f"{p.sp.id}{k}"
     w.grade_batch = grade_batch
-    w.finish = lambda p: p.sp.id
+    def finish(p: Planned) -> str:
+        for j in p.judged:
+            j.future.result()
+        events.append(f"finish {p.sp.id}")
+        return p.sp.id
+
+    w.finish = finish
     return w, events
 
 
@@ -181,3 +194,33 @@ def test_a_stopped_run_closes_the_standbys_of_problems_taken_ahead(
     assert w.ran == [("a0", ["b0", "c0"])]
     assert [s.batch for s in FakeStandby.made] == ["b0", "c0"]
     assert all(s.closed for s in FakeStandby.made) and not w.queued
+
+
+def test_a_problem_is_finished_once_its_judging_is_done_not_before_the_next_batch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A problem's last judging runs beside the next problem's first batch: the worker goes on
+    and finishes the problem when its judging is done, in order, waiting only at the end."""
+    slow: Future[Any] = Future()  # a's last judging, still running
+    last: Future[Any] = Future()  # c's, done only once the worker waits for it
+    w, events = _worker(monkeypatch, 0, {"a": 1, "b": 2, "c": 1},
+                        judged={"a": [Judged(slow)], "c": [Judged(last)]})
+    finished: list[str] = []
+
+    def took(fin: Any) -> bool:
+        finished.append(fin.result)
+        return True
+
+    real = w.grade_batch
+
+    def grade_batch(p: Any, k: int, beside: Any) -> None:
+        real(p, k, beside)
+        if f"{p.sp.id}{k}" == "b0":
+            slow.set_result(([], 0.0, 0.0))  # a's judging ends while b's first batch runs
+        if f"{p.sp.id}{k}" == "c0":
+            threading.Timer(0.05, last.set_result, (([], 0.0, 0.0),)).start()
+
+    w.grade_batch = grade_batch
+    w.grade(_claim(["a", "b", "c"]), took)
+    assert finished == ["a", "b", "c"]
+    ran = [e for e in events if e.startswith(("run", "finish"))]
+    assert ran == ["run a0", "run b0", "finish a", "run b1", "finish b", "run c0", "finish c"]
