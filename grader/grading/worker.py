@@ -421,8 +421,8 @@ class Worker:
         verdict = worst([r.verdict for r in plan.results])
         self.ctx.progress(f"{sp.id}: done ({verdict})")
         # From its first batch's start (before, it ran beside the problem before) to its last
-        # batch's run or judging, whichever ended later (it is finished once the next
-        # problem's first batch has run: Worker.grade), and its image.
+        # batch's run or judging, whichever ended later (it may be finished later still, after
+        # a batch of the next problem: Worker.grade), and its image.
         ended = max(plan.ran or 0.0, judged_at)
         wall = plan.phases["image"] + ended - (plan.started or ended)
         return ProblemResult(

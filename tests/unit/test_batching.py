@@ -121,7 +121,7 @@ def test_no_count_means_zero_and_the_sequential_path() -> None:
 
 def _returned_bytes(sp, shape) -> int:  # type: ignore[no-untyped-def]
     """What one call of the real reference returns for `shape`: computed on the CPU for a smoke
-    shape, sized on `meta` for the others (None where the reference needs real values)."""
+    shape, sized on `meta` for the others (-1 where the reference needs real values)."""
     from grader.scoring.derive import derive
 
     try:

@@ -143,6 +143,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     w.open = plan
     w.batch = lambda p, k: None if f"{p.sp.id}{k}" in broken else f"{p.sp.id}{k}"
     w.grade_batch = grade_batch
+
     def finish(p: Planned) -> str:
         for j in p.judged:
             j.future.result()
