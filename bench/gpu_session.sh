@@ -24,6 +24,8 @@
 #                    (import torch/triton, the CUDA context, the profiler's first session),
 #                    alone and three at once -> $OUT/setup-cost.{txt,json}
 #   clocks           bench/clocks.py: SM clock and power while kernels are timed three ways
+#   beside           bench/beside_noise.py: kernels timed by the grader's loop alone, beside
+#                    standbys' set-up, beside judging -> $OUT/beside.{md,json}
 #   tests[:EXPR]     pytest --run-docker --run-gpu tests/gpu (only the tests -k EXPR selects)
 #   suite:DIR[:P,..[:NAME]]  the submission folder DIR graded (optionally only problems P,..),
 #                    its report named NAME (default: DIR's name and the problems)
@@ -34,7 +36,8 @@
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
-#                    --ahead-depth D, SERVE=1 with --serve
+#                    --ahead-depth D, SERVE=1 with --serve, BESIDE=1 with
+#                    --time-beside-standbys
 #   atrex[:P,..[:N]]  all of Atrex-Bench as a round (issue 32): build/atrex-bench (carry it:
 #                    alibaba/atrex-bench's data/ at eb8697d, docs/import.md) imported as
 #                    /tmp/suites/atrex-bench, bench/atrex_entry.py's entry (our Triton kernels
@@ -109,6 +112,7 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
   python3 bench/round_speed.py -n "$n" "$@" \
     --device cuda --runtime host --python "$PY" --time-limit "$left" \
     ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
+    ${BESIDE:+--time-beside-standbys} \
     -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
   mkdir -p "$OUT/$name"
   local d e
@@ -159,6 +163,7 @@ for step in "${steps[@]}"; do
     setup) python3 bench/setup_cost.py --json "$OUT/setup-cost.json" 2>&1 \
              | tee "$OUT/setup-cost.txt" ;;
     clocks) python3 bench/clocks.py --json "$OUT/clocks.json" 2>&1 | tee "$OUT/clocks.md" ;;
+    beside) python3 bench/beside_noise.py --json "$OUT/beside.json" 2>&1 | tee "$OUT/beside.md" ;;
     ray) left=$(( ${CALL_LIMIT_S:-570} - SECONDS - 15 ))
          if [ ! -f .device/ray.tar.xz ]; then echo "ray: no .device/ray.tar.xz"; continue; fi
          if [ "$left" -lt 60 ]; then echo "ray: skipped, ${left} s left"; continue; fi

@@ -64,9 +64,15 @@ class Scheduling:
     # batch has no standby starts this many; the wait for their set-up falls on one batch in
     # this many.
     ahead_depth: int = 2
+    # Whether a running batch's timed loops wait until the standbys started beside it are at
+    # their gates (their cold imports and, on a GPU, CUDA and profiler set-up done: run.ahead
+    # .Beside). False (--time-beside-standbys): they wait only for the judging before them;
+    # bench/beside_noise.py measures what a standby's set-up does to a timed loop beside it.
+    standby_wait: bool = True
     # An entry's batches run as workers of one serving container (run/served.py) instead of a
-    # container each: no container start and no cold imports a batch (issue 32). Not yet
-    # measured on a GPU: off unless asked (--serve).
+    # container each: no container start and no cold imports a batch (issue 32). Measured on
+    # the H200 and the H100 (docs/benchmarks.md), not yet with the hostile GPU cases: off
+    # unless asked (--serve).
     serve: bool = False
     ray: str | None = None  # a round's entries: None on this host; "auto" or a cluster's address
 

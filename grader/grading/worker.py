@@ -263,11 +263,13 @@ class Worker:
         return itertools.islice(batches(), self.depth)
 
     def _beside(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
-        """What batch `k`'s timed loops wait for: its standbys and the judging before it."""
+        """What batch `k`'s timed loops wait for: the standbys it starts (unless the
+        scheduling says not to: --time-beside-standbys) and the judging before it."""
         started, pending = self._start_ahead(cur, k, claim), self.judging.pending()
-        if not started and not pending:
+        waited = tuple(started) if self.ctx.scheduling.standby_wait else ()
+        if not waited and not pending:
             return None
-        return Beside(tuple(started), pending)
+        return Beside(waited, pending)
 
     def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> list[Standby | EntryStandby]:
         """The standbys batch `k` of `cur` starts: none when the next batch has one already

@@ -102,7 +102,8 @@ class FakeStandby:
 
 def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
             broken: frozenset[str] = frozenset(),
-            judged: dict[str, list[Judged]] | None = None) -> tuple[Any, list[str]]:
+            judged: dict[str, list[Judged]] | None = None,
+            standby_wait: bool = True) -> tuple[Any, list[str]]:
     """A Worker over problems of `parts[id]` batches whose containers are fakes
     (FakeStandby); batches named in `broken` run one container after the other; `judged`:
     a problem's judgings (none: done at once). Its grade_batch records what each batch
@@ -118,7 +119,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     w = Worker.__new__(Worker)
     w.depth, w.queued, w.setup = depth, deque(), None
     w.ctx = SimpleNamespace(progress=events.append, references=None,
-                            scheduling=SimpleNamespace(serve=False))
+                            scheduling=SimpleNamespace(serve=False, standby_wait=standby_wait))
     w.refs = SimpleNamespace(folder=lambda plan, k, reuse=False: None)
     w.ran = []
 
@@ -225,3 +226,15 @@ def test_a_problem_is_finished_once_its_judging_is_done_not_before_the_next_batc
     assert finished == ["a", "b", "c"]
     ran = [e for e in events if e.startswith(("run", "finish"))]
     assert ran == ["run a0", "run b0", "finish a", "run b1", "finish b", "run c0", "finish c"]
+
+
+def test_timed_beside_standbys_they_start_as_before_and_no_timed_loop_waits_for_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--time-beside-standbys: the standbys are started and taken by their batches as
+    before; no batch's timed loops wait for them (its Beside holds none)."""
+    parts = {"a": 1, "b": 2, "c": 1, "d": 1}
+    w, _ = _worker(monkeypatch, 2, parts, standby_wait=False)
+    w.grade(_claim(list(parts)), lambda _r: True)
+    assert w.ran == [("a0", []), ("b0", []), ("b1", []), ("c0", []), ("d0", [])]
+    assert [s.batch for s in FakeStandby.made] == ["b0", "b1", "c0", "d0"]
+    assert not any(s.closed for s in FakeStandby.made)  # each one taken by its batch
