@@ -8,7 +8,7 @@ first session there (harness.main._prepare_cuda, about 5 s), and on the H100, 20
 a later entry's timed loops waited 22.9 s in all for that (docs/benchmarks.md, seventeenth
 session). This measures what the wait protects: kernels timed by the grader's own loop
 (harness.timing.time_bare: fresh copies, L2 flush, spin, events, device-wide
-synchronisation) in three conditions, interleaved round by round:
+synchronisation) in three conditions, interleaved round by round (about 20 s a round on an H100):
 
 - quiet: nothing else runs;
 - prepare: two processes at a time, again and again, each doing exactly a standby's set-up
@@ -74,7 +74,8 @@ def beside(condition: str) -> Iterator[None]:
     def prepare() -> None:  # two standbys' set-up at a time, again and again
         code = PREPARE.format(repo=str(REPO))
         while not stop.is_set():
-            procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+            procs = [subprocess.Popen([sys.executable, "-W", "ignore", "-c", code])
+                     for _ in range(2)]
             for p in procs:
                 p.wait()
 
@@ -112,7 +113,9 @@ def measure(rounds: int) -> dict[str, dict[str, list[float]]]:
                     raw, _ = time_bare(fn, s, l2_flush_bytes=FLUSH_BYTES, min_samples=30,
                                        max_samples=200, rse_target=0.0, budget_s=1.0)
                     out[name][condition].append(statistics.median(raw["device_us"]))
-        print(f"round {r + 1}/{rounds} done", file=sys.stderr)
+                    # as it goes: a run cut short still shows what it measured
+                    print(f"round {r + 1}/{rounds} {condition} {name}: "
+                          f"{out[name][condition][-1]:.2f} µs", flush=True)
     return out
 
 
