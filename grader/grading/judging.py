@@ -14,9 +14,9 @@ judging is done: its contexts are handed over whole (an ExitStack) and closed he
 worker's own thread, once the judging has finished (`reap`), so that only one thread ever
 talks to the container engine. The judgings run one at a time, in the order they were
 handed over, and a problem's results are taken in its batches' order (`results`). The worker
-goes on to the next problem without waiting for them and takes them once they are done
-(Worker.grade), so that a problem's last judging, too, runs beside the GPU's next work rather
-than in front of it.
+goes on to the next problem without waiting for them and takes them after the first later
+batch by which they are done (Worker.grade), so that a problem's last judging, too, runs
+beside the GPU's next work rather than in front of it.
 """
 
 from __future__ import annotations

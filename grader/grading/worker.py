@@ -99,10 +99,11 @@ class Worker:
         """Grade what `claim` gives until it gives nothing; `finished` takes each result and
         says whether to go on (False: the run stops, the next problem is not graded).
 
-        A problem whose batches have all run is `held` until its judging is done, looked at
-        after each batch of the next problems (and waited for only at the end): its last
+        A problem whose batches have all run is `held`, and finished after the first batch of
+        the next problems by which its judging is done (waited for only at the end): its last
         judging runs beside the next batch (whose timed loops wait for it, run.ahead.Beside)
-        instead of in front of it."""
+        instead of in front of it. So its checkpoint is written a batch later, and a run that
+        stops (a checkpoint that cannot be written) stops after that batch."""
         self.judging = Judging()
         self.serving = (Serving(self.setup, self.ctx.entry_limits, beside=self.depth)
                         if self.ctx.scheduling.serve else None)
@@ -110,10 +111,11 @@ class Worker:
         go_on = True
 
         def release(wait: bool = False) -> bool:
-            """Finish the held problems whose judging is done (all of them with `wait`)."""
+            """Finish the held problems whose judging is done (all of them with `wait`), in
+            order, until the run stops."""
             nonlocal go_on
-            while held and (wait or all(j.future.done() for j in held[0].judged)):
-                go_on = finished(self._finished(held.popleft())) and go_on
+            while go_on and held and (wait or all(j.future.done() for j in held[0].judged)):
+                go_on = finished(self._finished(held.popleft()))
             return go_on
 
         try:
@@ -129,7 +131,6 @@ class Worker:
                     go_on = release(wait=True) and finished(Finished(result=failure))
                 else:
                     held.append(cur)
-                    release()  # its judging may be done already (a fake's, a quick one)
             if go_on:
                 release(wait=True)
         finally:  # an interrupt, or the run stopped: no standby outlives the worker

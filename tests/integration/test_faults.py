@@ -241,16 +241,17 @@ def test_engine_unreachable_mid_run_then_resume(engine, runtime, tmp_path: Path,
 
 def test_out_dir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """The out dir's disk fills while the second problem is graded: its checkpoint cannot be
-    written, so the run stops with an InfraError (no further problem starts) and keeps the
-    first; once there is space, --resume grades the rest and writes the reports."""
+    """The out dir's disk fills once the second problem has run: its checkpoint, written once
+    its judging is done (after the third problem's first batch: worker.Worker.grade), cannot
+    be written, so the run stops with an InfraError (no further problem starts, the third's
+    result is not kept) and keeps the first; once there is space, --resume grades the rest
+    and writes the reports."""
     out = small_disk / "out"
     bundle = _bundle(tmp_path)
-    # "rmsnorm: image" below
     cfg = GradingOptions(bundle=bundle, out_dir=out, scheduling=Scheduling(start_ahead="off"))
 
     def progress(msg: str) -> None:
-        if msg.startswith("rmsnorm: image"):
+        if msg.startswith("matmul: image"):
             _fill(small_disk)
 
     first = _grader(cfg, engine, progress)
@@ -287,8 +288,8 @@ def _left_in(folder: Path) -> list[str]:
 def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """$TMPDIR (the work folders, the inputs handed to containers) fills during the second
-    problem: that problem and the next are infra_error, the report is still written, and
-    --resume re-grades only them."""
+    problem and stays full: that problem and the next are infra_error, the report is still
+    written, and --resume re-grades only them."""
     work = small_disk / "tmp"
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))
@@ -296,8 +297,13 @@ def test_tmpdir_fills_up_mid_run_then_resume(engine, runtime, small_disk: Path, 
     cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out",
                          scheduling=Scheduling(start_ahead="off"))
 
+    full = [False]
+
     def progress(msg: str) -> None:
-        if msg.startswith("rmsnorm: image"):
+        # Full from then on: the first problem's folders go once its judging is done, beside
+        # the second problem's batch (worker.Worker.grade); each step fills what they freed.
+        full[0] = full[0] or msg.startswith("rmsnorm: image")
+        if full[0]:
             _fill(small_disk)
 
     first = _grader(cfg, engine, progress)

@@ -191,17 +191,22 @@ def test_a_batch_that_cannot_start_ahead_stops_the_run_of_standbys(
 
 def test_a_stopped_run_closes_the_standbys_of_problems_taken_ahead(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    w, _ = _worker(monkeypatch, 2, {"a": 1, "b": 1, "c": 1})
-    w.grade(_claim(["a", "b", "c"]), lambda _r: False)  # the run stops after the first problem
-    assert w.ran == [("a0", ["b0", "c0"])]
+    w, _ = _worker(monkeypatch, 2, {"a": 1, "b": 1, "c": 1, "d": 1})
+    # The run stops once the first problem is finished: after the batch that follows it, and
+    # nothing after it is finished (b, graded, is not kept).
+    took: list[str] = []
+    w.grade(_claim(["a", "b", "c", "d"]), lambda r: bool(took.append(r.result)))
+    assert w.ran == [("a0", ["b0", "c0"]), ("b0", [])] and took == ["a"]
     assert [s.batch for s in FakeStandby.made] == ["b0", "c0"]
-    assert all(s.closed for s in FakeStandby.made) and not w.queued
+    # b0's taken by its batch; c's, a problem taken ahead, closed with the run
+    assert FakeStandby.made[1].closed and not w.queued
 
 
 def test_a_problem_is_finished_once_its_judging_is_done_not_before_the_next_batch(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A problem's last judging runs beside the next problem's first batch: the worker goes on
-    and finishes the problem when its judging is done, in order, waiting only at the end."""
+    and finishes the problem after the first batch by which its judging is done, in order,
+    waiting only at the end."""
     slow: Future[Any] = Future()  # a's last judging, still running
     last: Future[Any] = Future()  # c's, done only once the worker waits for it
     w, events = _worker(monkeypatch, 0, {"a": 1, "b": 2, "c": 1},
@@ -225,7 +230,7 @@ def test_a_problem_is_finished_once_its_judging_is_done_not_before_the_next_batc
     w.grade(_claim(["a", "b", "c"]), took)
     assert finished == ["a", "b", "c"]
     ran = [e for e in events if e.startswith(("run", "finish"))]
-    assert ran == ["run a0", "run b0", "finish a", "run b1", "finish b", "run c0", "finish c"]
+    assert ran == ["run a0", "run b0", "finish a", "run b1", "run c0", "finish b", "finish c"]
 
 
 def test_timed_beside_standbys_they_start_as_before_and_no_timed_loop_waits_for_them(
