@@ -352,8 +352,11 @@ def _children(pid: int) -> list[int]:
     return [p for _, p in sorted(found)]
 
 
-UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--ipc", "--mount",
-           "--mount-proc"]
+# --kill-child: Host.end kills `unshare`, and with it the warden it forked (pid 1 of the
+# namespace, so every process there); without it a warden still serving at the end (a slow,
+# loaded host) was left running.
+UNSHARE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--ipc",
+           "--mount", "--mount-proc"]
 
 
 def _namespaces() -> bool:
