@@ -131,8 +131,7 @@ class Worker:
                     go_on = release(wait=True) and finished(Finished(result=failure))
                 else:
                     held.append(cur)
-            if go_on:
-                release(wait=True)
+            release(wait=True)
         finally:  # an interrupt, or the run stopped: no standby outlives the worker
             for plan in self.queued:
                 if isinstance(plan, Planned):
