@@ -23,6 +23,7 @@ outputs filled the entry's fixed 256 MiB one). So:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -91,8 +92,10 @@ def reference_limits(base: Limits, problem: Problem, shapes: list[Shape],
     return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output)
 
 
-def _summed(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
-    return sum(shape_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
+def _summed(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int],
+            per_call: Callable[[Problem, Shape], int] = shape_bytes) -> int:
+    """`per_call` (a shape's count: its traffic by default) over the batch's cases."""
+    return sum(per_call(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
 
 
 def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
@@ -109,8 +112,8 @@ def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
     from the problem's count of bytes, inputs and outputs together, so that an honest entry
     fits; a little looser than entry_limits, still bounded by the problem's own size.
     `cases_per_shape`: the correctness cases; `timed`: the batch's checked timed calls."""
-    counted = counted_bytes(problem, shapes, cases_per_shape) + sum(
-        shape_output_bytes(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
+    counted = (counted_bytes(problem, shapes, cases_per_shape)
+               + _summed(problem, shapes, cases_per_shape, shape_output_bytes))
     largest = max((shape_bytes(problem, s) for s in shapes), default=0)
     output = max(base.output_bytes,
                  counted + ENTRY_SLACK + TIMED_CASE_SLACK * timed
