@@ -36,8 +36,8 @@
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
-#                    --ahead-depth D, SERVE=1 with --serve, BESIDE=1 with
-#                    --time-beside-standbys
+#                    --ahead-depth D, SERVE=1 with --serve, BESIDE=on|off
+#                    with --time-beside on|off
 #   atrex[:P,..[:N]]  all of Atrex-Bench as a round (issue 32): build/atrex-bench (carry it:
 #                    alibaba/atrex-bench's data/ at eb8697d, docs/import.md) imported as
 #                    /tmp/suites/atrex-bench, bench/atrex_entry.py's entry (our Triton kernels
@@ -112,7 +112,7 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
   python3 bench/round_speed.py -n "$n" "$@" \
     --device cuda --runtime host --python "$PY" --time-limit "$left" \
     ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
-    ${BESIDE:+--time-beside-standbys} \
+    ${BESIDE:+--time-beside "$BESIDE"} \
     -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
   mkdir -p "$OUT/$name"
   local d e

@@ -3,7 +3,7 @@ where it went.
 
     python bench/round_speed.py [--suite llm-inference] [--suites DIR] [-n 3] [--entry DIR ...]
         [--problem P ...] [--device cuda --runtime host --python PY] [--time-limit S]
-        [--ahead-depth D] [--serve] [--time-beside-standbys]
+        [--ahead-depth D] [--serve] [--time-beside auto|on|off]
         [-o ROUND_DIR] [--json FILE]
 
 The entries are `--entry` folders (default: the suite's own, in this order: for llm-inference
@@ -301,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="grader round --serve: every entry's batches in serving containers")
     ap.add_argument("--ahead-depth", type=int, default=None,
                     help="grader round --ahead-depth (default: the grader's)")
-    ap.add_argument("--time-beside-standbys", action="store_true",
-                    help="grader round --time-beside-standbys")
+    ap.add_argument("--time-beside", choices=("auto", "on", "off"), default=None,
+                    help="grader round --time-beside (default: the grader's)")
     args = ap.parse_args(argv)
     suite_name = Path(args.suite).name  # --suite may be a folder, as grader round takes it
     folders = args.entry or [REPO / e for e in DEFAULT_ENTRIES.get(suite_name, ())]
@@ -322,8 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--ahead-depth", str(args.ahead_depth)]
     if args.serve:
         cmd += ["--serve"]
-    if args.time_beside_standbys:
-        cmd += ["--time-beside-standbys"]
+    if args.time_beside is not None:
+        cmd += ["--time-beside", args.time_beside]
     print("$ " + " ".join(cmd), flush=True)
     rc, wall, stopped = run_round(cmd, args.time_limit)
     rd = RoundDir(out)

@@ -115,10 +115,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
               help="Run the entry's batches as workers of one serving container (a fresh "
               "process each, forked from one that has made the cold imports) instead of a "
               "container each (docs/architecture.md).")
-@click.option("--time-beside-standbys", is_flag=True,
-              help="Let timed loops run while the next batches' containers set up (default: "
-              "they wait until those are at their gates; bench/beside_noise.py measures the "
-              "difference).")
+@click.option("--time-beside", type=click.Choice(["auto", "on", "off"]), default="auto",
+              show_default=True,
+              help="Let timed loops run while the next batches' containers set up and the "
+              "batch before is judged (off: they wait for both); auto: on hosts with 8 cores "
+              "a worker (bench/beside_noise.py measures the difference).")
 @click.option("--practice", is_flag=True,
               help="Practice: grade the public shapes only, with full diagnostics (errors, "
               "findings, fraction of roofline per shape); nothing hidden in any output.")
@@ -137,7 +138,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         runtime: str, python: str | None, cuda_base: str | None, hardware: str,
         gpus: tuple[int, ...], gpu_list: tuple[int, ...] | None, jobs: int, quiet: bool,
         log_format: str, resume: bool, sequential: bool, start_ahead: str,
-        ahead_depth: int, serve: bool, time_beside_standbys: bool, suite: str | None,
+        ahead_depth: int, serve: bool, time_beside: str, suite: str | None,
         force: bool, keep_checkpoint: bool,
         practice: bool, as_json: bool, require: frozenset[Verdict],
         keywords: tuple[str, ...], rerun_failed: bool) -> None:
@@ -151,7 +152,7 @@ def run(bundle: Path, out_dir: Path, suite_roots: tuple[Path, ...], policy: str,
         scheduling = Scheduling(gpus=tuple(dict.fromkeys(gpu_list or gpus)), jobs=jobs,
                                 overlap=not sequential, start_ahead=start_ahead,
                                 ahead_depth=ahead_depth, serve=serve,
-                                standby_wait=not time_beside_standbys)
+                                time_beside=time_beside)
         grading = grading_options(
             bundle=bundle, out_dir=out_dir, suite_roots=suite_roots, seed_secret=seed_secret,
             policy=policy, device=device, runtime=runtime, python=python, cuda_base=cuda_base,

@@ -61,7 +61,7 @@ _SHARED = [  # the options of `grade` that `commit` commits to (and a round must
 def _staged(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | None = None,
             formats: str = "json", suite: str | None, out_dir: Path, gpus: str, jobs: int,
             no_shared_references: bool, start_ahead: str = "auto", ahead_depth: int = 2,
-            serve: bool = False, time_beside_standbys: bool = False, quiet: bool = False,
+            serve: bool = False, time_beside: str = "auto", quiet: bool = False,
             log_format: str = "human", **grading: Any
             ) -> tuple[RoundRequest, RoundPresentation]:
     """The command line, staged (issue 33): what the round grades and commits to, and how
@@ -73,7 +73,7 @@ def _staged(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | No
     gpus_ = gpu_list(click.get_current_context(), None, gpus) or (0,)  # type: ignore[arg-type]
     scheduling = Scheduling(gpus=gpus_, jobs=jobs, start_ahead=start_ahead,
                             ahead_depth=ahead_depth, serve=serve,
-                            standby_wait=not time_beside_standbys, ray=ray)
+                            time_beside=time_beside, ray=ray)
     # Every entry's grading: its bundle and output folder are set per entry (round/request.py).
     run = grading_options(bundle=Path("-"), out_dir=out_dir, scheduling=scheduling, **grading)
     req = RoundRequest(paths=paths, suite=suite, out_dir=out_dir, run=run, resume=resume,
@@ -99,9 +99,10 @@ def _staged(*, paths: tuple[Path, ...] = (), resume: bool = False, ray: str | No
 @click.option("--serve", is_flag=True,
               help="Run each entry's batches as workers of one serving container instead of "
               "a container each (as `grader run --serve`).")
-@click.option("--time-beside-standbys", is_flag=True,
-              help="Let timed loops run while the next batches' containers set up (as "
-              "`grader run --time-beside-standbys`).")
+@click.option("--time-beside", type=click.Choice(["auto", "on", "off"]), default="auto",
+              show_default=True,
+              help="Let timed loops run beside the next batches' set-up and the judging "
+              "before them (as `grader run --time-beside`).")
 @click.option("--ray", "ray", default=None, metavar="auto|ADDRESS",
               help="Grade on a Ray cluster (pip install 'grader[ray]'): one task per entry "
               "on a node with the `grader_docker` resource.")

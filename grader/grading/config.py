@@ -41,6 +41,13 @@ ENTRY_SETUP_S = 300.0
 # two-core CI machine (2026-12-01) the demo suite's grading took 9.4-9.6 s with it against
 # 9.1-10.6 s without: no core to overlap on.
 AHEAD_CORES = 4
+# Cores a worker needs for its timed loops to run beside host work (time_beside auto): on the
+# H200's 16-core host (2026-12-05, bench/beside_noise.py) three kernels from 3.7 µs to 734 µs
+# timed beside two standbys' set-up moved their medians by 0.02 % at most, beside
+# judging-like float64 comparisons by 0.04 %, within quiet's own spread of round medians
+# (0.03-0.85 %); on the two-core CI machine a standby's cold imports take the cores a
+# launch-bound loop runs on.
+BESIDE_CORES = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,11 +71,11 @@ class Scheduling:
     # batch has no standby starts this many; the wait for their set-up falls on one batch in
     # this many.
     ahead_depth: int = 2
-    # Whether a running batch's timed loops wait until the standbys started beside it are at
-    # their gates (their cold imports and, on a GPU, CUDA and profiler set-up done: run.ahead
-    # .Beside). False (--time-beside-standbys): they wait only for the judging before them;
-    # bench/beside_noise.py measures what a standby's set-up does to a timed loop beside it.
-    standby_wait: bool = True
+    # Whether a running batch's timed loops run beside the host's other work for its worker:
+    # the standbys started beside it setting up (cold imports, and on a GPU the CUDA context
+    # and profiler set-up) and the judging of the batch before it. Off, they wait until those
+    # are done (run.ahead.Beside). auto: on when the host has BESIDE_CORES cores a worker.
+    time_beside: str = "auto"
     # An entry's batches run as workers of one serving container (run/served.py) instead of a
     # container each: no container start and no cold imports a batch (issue 32). Measured on
     # the H200 and the H100 (docs/benchmarks.md), not yet with the hostile GPU cases: off
@@ -88,6 +95,13 @@ class Scheduling:
         else:
             on = (cores if cores is not None else os.cpu_count() or 1) >= AHEAD_CORES * workers
         return self.ahead_depth if on else 0
+
+    def beside(self, workers: int, cores: int | None = None) -> bool:
+        """Whether the timed loops of `workers` workers run beside their host work (auto:
+        when the host has BESIDE_CORES cores a worker)."""
+        if self.time_beside != "auto":
+            return self.time_beside == "on"
+        return (cores if cores is not None else os.cpu_count() or 1) >= BESIDE_CORES * workers
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -213,7 +213,9 @@ class Grader:
                              reference_limits=cfg.reference_limits, detector=self.detector,
                              progress=self.progress, secret=self.secret,
                              references=self.references)
-        workers = [Worker(ctx, setup, suite, sub, runtime_tag, depth=depth) for setup in setups]
+        beside = cfg.scheduling.beside(len(setups))
+        workers = [Worker(ctx, setup, suite, sub, runtime_tag, depth=depth, beside=beside)
+                   for setup in setups]
         with ThreadPoolExecutor(max_workers=len(workers)) as pool:
             for _ in pool.map(lambda w: w.grade(claim, finished), workers):
                 pass

@@ -85,9 +85,12 @@ class Worker:
     judging: Judging  # made by each grade(), closed when it returns
 
     def __init__(self, ctx: GradingContext, setup: WorkerSetup, suite: Suite, sub: Submission,
-                 runtime_tag: str, *, depth: int) -> None:
+                 runtime_tag: str, *, depth: int, beside: bool = False) -> None:
         self.ctx, self.setup, self.suite, self.sub = ctx, setup, suite, sub
         self.depth = depth  # batches whose containers are started ahead at once (0: none)
+        # timed loops run beside the standbys' set-up and the judging before them
+        # (Scheduling.beside); else they wait for both
+        self.beside = beside
         self.runtime_tag = runtime_tag
         self.refs = RoundReferences(ctx.references, suite, setup, ctx.settings.runtime,
                                     ctx.progress)
@@ -101,9 +104,10 @@ class Worker:
 
         A problem whose batches have all run is `held`, and finished after the first batch of
         the next problems by which its judging is done (waited for only at the end): its last
-        judging runs beside the next batch (whose timed loops wait for it, run.ahead.Beside)
-        instead of in front of it. So its checkpoint is written a batch later, and a run that
-        stops (a checkpoint that cannot be written) stops after that batch."""
+        judging runs beside the next batch (whose timed loops wait for it unless `beside`,
+        run.ahead.Beside) instead of in front of it. So its checkpoint is written a batch
+        later, and a run that stops (a checkpoint that cannot be written) stops after that
+        batch."""
         self.judging = Judging()
         self.serving = (Serving(self.setup, self.ctx.entry_limits, beside=self.depth)
                         if self.ctx.scheduling.serve else None)
@@ -263,13 +267,15 @@ class Worker:
         return itertools.islice(batches(), self.depth)
 
     def _beside(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
-        """What batch `k`'s timed loops wait for: the standbys it starts (unless the
-        scheduling says not to: --time-beside-standbys) and the judging before it."""
-        started, pending = self._start_ahead(cur, k, claim), self.judging.pending()
-        waited = tuple(started) if self.ctx.scheduling.standby_wait else ()
-        if not waited and not pending:
+        """What batch `k`'s timed loops wait for: the standbys it starts and the judging
+        before it, or nothing when they run beside both (`beside`)."""
+        started = self._start_ahead(cur, k, claim)
+        if self.beside:
             return None
-        return Beside(waited, pending)
+        pending = self.judging.pending()
+        if not started and not pending:
+            return None
+        return Beside(tuple(started), pending)
 
     def _start_ahead(self, cur: Planned, k: int, claim: Claim) -> list[Standby | EntryStandby]:
         """The standbys batch `k` of `cur` starts: none when the next batch has one already

@@ -252,11 +252,11 @@ def test_round_grading_options_reach_every_entry_s_run(tmp_path: Path) -> None:
                             cuda_base=None, hardware="auto", shapes="auto", problems=(),
                             seeds=None, timeout=None, seed_secret=None, gpus="0", jobs=1,
                             no_shared_references=False, start_ahead="on", ahead_depth=4,
-                            time_beside_standbys=True, ray="auto", formats="md,html",
+                            time_beside="on", ray="auto", formats="md,html",
                             quiet=True, log_format="json")
     sched = req.run.scheduling
     assert sched.start_ahead == "on" and sched.ahead_depth == 4 and sched.ray == "auto"
-    assert not sched.standby_wait
+    assert sched.time_beside == "on" and sched.beside(1, cores=2)
     assert req.run.settings == GradingSettings()  # the one settings type, as `grader run`'s
     assert show == RoundPresentation(formats=("md", "html"), quiet=True, log_format="json")
     assert show.entry_formats == ("json", "md", "html")

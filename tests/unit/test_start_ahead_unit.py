@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from grader.grading import worker as worker_mod
-from grader.grading.config import AHEAD_CORES, Scheduling
+from grader.grading.config import AHEAD_CORES, BESIDE_CORES, Scheduling
 from grader.grading.judging import Judged
 from grader.harness.protocol import GATE_FILE, STANDBY
 from grader.harness.warden import encode_frame
@@ -103,7 +103,7 @@ class FakeStandby:
 def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
             broken: frozenset[str] = frozenset(),
             judged: dict[str, list[Judged]] | None = None,
-            standby_wait: bool = True) -> tuple[Any, list[str]]:
+            beside: bool = False) -> tuple[Any, list[str]]:
     """A Worker over problems of `parts[id]` batches whose containers are fakes
     (FakeStandby); batches named in `broken` run one container after the other; `judged`:
     a problem's judgings (none: done at once). Its grade_batch records what each batch
@@ -117,11 +117,11 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
     FakeStandby.made = []
     events: list[str] = []
     w = Worker.__new__(Worker)
-    w.depth, w.queued, w.setup = depth, deque(), None
+    w.depth, w.queued, w.setup, w.beside = depth, deque(), None, beside
     w.ctx = SimpleNamespace(progress=events.append, references=None,
-                            scheduling=SimpleNamespace(serve=False, standby_wait=standby_wait))
+                            scheduling=SimpleNamespace(serve=False))
     w.refs = SimpleNamespace(folder=lambda plan, k, reuse=False: None)
-    w.ran = []
+    w.ran, w.waited = [], []  # per batch: the standbys and the judgings its timed loops wait for
 
     def plan(pid: str | None) -> Planned | None:
         if pid is None:
@@ -139,6 +139,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, depth: int, parts: dict[str, int],
         assert got is None or got.batch == f"{p.sp.id}{k}"
         w.ran.append((f"{p.sp.id}{k}", [s.batch for s in beside.standbys] if beside
                       else []))
+        w.waited.append(len(beside.after) if beside else 0)
         events.append(f"run {p.sp.id}{k}")
 
     w.open = plan
@@ -233,12 +234,48 @@ def test_a_problem_is_finished_once_its_judging_is_done_not_before_the_next_batc
     assert ran == ["run a0", "run b0", "finish a", "run b1", "run c0", "finish b", "finish c"]
 
 
+def test_auto_times_beside_where_the_host_has_the_cores() -> None:
+    cfg = Scheduling()
+    assert cfg.time_beside == "auto"
+    assert cfg.beside(1, cores=BESIDE_CORES) and cfg.beside(8, cores=128)
+    assert not cfg.beside(1, cores=2)  # the CI machine: the loop's cores are the imports'
+    assert not cfg.beside(2, cores=BESIDE_CORES)
+    on, off = (Scheduling(time_beside=v) for v in ("on", "off"))
+    assert on.beside(8, cores=2) and not off.beside(1, cores=64)
+
+
+def test_a_judging_before_a_batch_holds_its_timed_loops_unless_beside(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """b0's timed loops wait for a's judging (on the worker's judging thread), still running
+    when b0 starts; timed beside (--time-beside on) they do not, and a is still finished only
+    once its judging is done."""
+    for beside, waited in ((False, [0, 1]), (True, [0, 0])):
+        gate = threading.Event()
+        w, events = _worker(monkeypatch, 0, {"a": 1, "b": 1}, beside=beside)
+        real = w.grade_batch
+
+        def grade_batch(p: Any, k: int, bs: Any, real: Any = real,
+                        gate: threading.Event = gate, w: Any = w) -> None:
+            real(p, k, bs)
+            if p.sp.id == "a":  # a's judging runs until b's batch has run
+                p.judged.append(w.judging.submit(lambda: [] if gate.wait(5) else [0],
+                                                 contextlib.ExitStack()))
+            else:
+                gate.set()
+
+        w.grade_batch = grade_batch
+        w.grade(_claim(["a", "b"]), lambda _r: True)
+        assert w.waited == waited
+        ran = [e for e in events if e.startswith(("run", "finish"))]
+        assert ran == ["run a0", "run b0", "finish a", "finish b"]
+
+
 def test_timed_beside_standbys_they_start_as_before_and_no_timed_loop_waits_for_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """--time-beside-standbys: the standbys are started and taken by their batches as
-    before; no batch's timed loops wait for them (its Beside holds none)."""
+    """--time-beside on: the standbys are started and taken by their batches as before; no
+    batch's timed loops wait for them (it has no Beside)."""
     parts = {"a": 1, "b": 2, "c": 1, "d": 1}
-    w, _ = _worker(monkeypatch, 2, parts, standby_wait=False)
+    w, _ = _worker(monkeypatch, 2, parts, beside=True)
     w.grade(_claim(list(parts)), lambda _r: True)
     assert w.ran == [("a0", []), ("b0", []), ("b1", []), ("c0", []), ("d0", [])]
     assert [s.batch for s in FakeStandby.made] == ["b0", "b1", "c0", "d0"]
