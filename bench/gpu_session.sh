@@ -33,7 +33,8 @@
 #                    solutions, the PyTorch baseline, the solutions again; for demo the two
 #                    examples) on SUITE (optionally only problems P,..), stopped at what is
 #                    left of the call less 60 s: per-entry wall time and where it went, first
-#                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} and the entries'
+#                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} (and
+#                    .progress.jsonl: the round's progress lines as they came) and the entries'
 #                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
 #                    --ahead-depth D, SERVE=1 with --serve, BESIDE=on|off
@@ -113,7 +114,8 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
     --device cuda --runtime host --python "$PY" --time-limit "$left" \
     ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
     ${BESIDE:+--time-beside "$BESIDE"} \
-    -o "/tmp/$name" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.md"
+    -o "/tmp/$name" --json "$OUT/$name.json" --progress "$OUT/$name.progress.jsonl" 2>&1 \
+    | tee "$OUT/$name.md"
   mkdir -p "$OUT/$name"
   local d e
   for d in /tmp/"$name"/entries/*/; do  # a report, or what a cut-short entry finished

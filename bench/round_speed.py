@@ -4,7 +4,7 @@ where it went.
     python bench/round_speed.py [--suite llm-inference] [--suites DIR] [-n 3] [--entry DIR ...]
         [--problem P ...] [--device cuda --runtime host --python PY] [--time-limit S]
         [--ahead-depth D] [--serve] [--time-beside auto|on|off]
-        [-o ROUND_DIR] [--json FILE]
+        [-o ROUND_DIR] [--json FILE] [--progress FILE]
 
 The entries are `--entry` folders (default: the suite's own, in this order: for llm-inference
 our Triton solutions then the pure-PyTorch baseline, for demo the two examples), repeated
@@ -41,6 +41,7 @@ figures as information.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -238,17 +239,20 @@ def spread_lines(found: list[Spread]) -> list[str]:
     return lines
 
 
-def run_round(cmd: list[str], limit_s: float | None) -> tuple[int | None, float, str | None]:
+def run_round(cmd: list[str], limit_s: float | None,
+              progress: Path | None = None) -> tuple[int | None, float, str | None]:
     """The round's exit status (None when stopped), its wall time, and what stopped it (the
     time limit, or SIGUSR1 sent to this script: a test stops the round at a point of the
     round's own, not after a time that depends on how fast the host is). Stopped with SIGINT
     first, so that the grader's `finally` blocks remove its containers; what a kill leaves
     (a grader killed mid-way) is reaped as `grader doctor --reap` does, so that no container
-    of the round runs on after this script."""
+    of the round runs on after this script. `progress`: the round's stderr goes there."""
     asked = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: asked.set())
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
+    with contextlib.ExitStack() as stack:
+        err = stack.enter_context(progress.open("w")) if progress is not None else None
+        proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stderr=err)
     while True:
         try:
             rc = proc.wait(timeout=0.2)
@@ -297,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", type=Path, default=None,
                     help="the round folder (default: a fresh one under $TMPDIR)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--progress", type=Path, default=None,
+                    help="the round's progress, one JSON object a line, written here as it "
+                    "goes (where a problem cut short spent its time)")
     ap.add_argument("--serve", action="store_true",
                     help="grader round --serve: every entry's batches in serving containers")
     ap.add_argument("--ahead-depth", type=int, default=None,
@@ -312,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"round-speed-{os.getpid()}"
     runtime = args.runtime or ("cpu" if args.device == "cpu" else "host")
     cmd = [sys.executable, "-m", "grader", "round", *entries, "--suite", args.suite, "-o",
-           str(out), "--device", args.device, "--runtime", runtime, "-q", "--format", "json"]
+           str(out), "--device", args.device, "--runtime", runtime, "--format", "json",
+           *(("--log-format", "json") if args.progress else ("-q",))]
     cmd += [w for p in args.problem for w in ("--problem", p)]
     if args.suites is not None:
         cmd += ["--suites", str(args.suites)]
@@ -325,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_beside is not None:
         cmd += ["--time-beside", args.time_beside]
     print("$ " + " ".join(cmd), flush=True)
-    rc, wall, stopped = run_round(cmd, args.time_limit)
+    rc, wall, stopped = run_round(cmd, args.time_limit, args.progress)
     rd = RoundDir(out)
     if not rd.manifest_file.is_file():
         print(f"the round wrote no manifest (exit {rc}, {wall:.1f} s): nothing measured")

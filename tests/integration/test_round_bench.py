@@ -61,7 +61,8 @@ def test_a_stopped_round_prints_what_it_has(  # type: ignore[no-untyped-def]
     proc = subprocess.Popen(
         [sys.executable, "bench/round_speed.py", "--suite", "demo", "--problem", "vector_add",
          "-n", "2", "--entry", str(_hung_entry(tmp_path)),
-         "--entry", str(REPO / "examples" / "torch-fallback"), "-o", str(out)],
+         "--entry", str(REPO / "examples" / "torch-fallback"), "-o", str(out),
+         "--progress", str(tmp_path / "progress.jsonl")],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 600  # a bound on a broken run, not on the host's speed
@@ -79,3 +80,8 @@ def test_a_stopped_round_prints_what_it_has(  # type: ignore[no-untyped-def]
         "\n".join(table) + "\n" + stderr[-3000:])
     # SIGINT first (the grader's own clean-up), then what a dead grader left reaped
     assert "stopped; left by the round and removed:" in stdout
+    # where the cut-short entry was: its batch's lines, one JSON object each, as they came
+    lines = [json.loads(line) for line in
+             (tmp_path / "progress.jsonl").read_text().splitlines() if line.startswith("{")]
+    said = [ev["message"] for ev in lines if "message" in ev]
+    assert any(m.startswith("vector_add") and "entry" in m for m in said), said
