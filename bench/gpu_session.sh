@@ -49,6 +49,8 @@
 #                    the call less 60 s -> $OUT/round-atrex-bench[-P..].{md,json} (with the
 #                    per-shape CV across the two gradings) and the reports under
 #                    $OUT/round-atrex-bench[-P..]/ (AHEAD_DEPTH, SERVE as for round:)
+#   atrex-entry      only the import and the entry of the atrex step (for suite:/tmp/atrex-entry:P
+#                    with GRADE_OPTS="--suites /tmp/suites -k P/SHAPE ...": a few shapes)
 #   import:KIND      tests/fixtures/import/KIND (kernelbench, atrex, atrex_real) imported as the
 #                    suite KIND-fixture and its entries (tests/fixtures/import/entries/KIND) graded
 #                    on it: the module problems (KernelBench's ModelNew, weights made in the
@@ -102,6 +104,16 @@ grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
   cp "/tmp/rep-$name/report.json" "$OUT/report-$name.json" 2>/dev/null \
     || cp -r "/tmp/rep-$name/.checkpoint/problems" "$OUT/checkpoint-$name"
   cp "/tmp/rep-$name/report.md" "$OUT/report-$name.md" 2>/dev/null
+}
+atrex_entry() {  # Atrex-Bench imported as /tmp/suites/atrex-bench, its entry as /tmp/atrex-entry
+  if [ ! -d build/atrex-bench/data ]; then
+    echo "atrex: no build/atrex-bench/data (carry build/atrex-bench)"; return 1
+  fi
+  mkdir -p /tmp/suites && rm -rf /tmp/suites/atrex-bench /tmp/atrex-entry
+  /usr/bin/time -f "atrex import wall %e s" python3 -m grader import atrex \
+    build/atrex-bench -o /tmp/suites/atrex-bench 2>&1 | tail -n 2
+  python3 bench/atrex_entry.py /tmp/suites/atrex-bench -o /tmp/atrex-entry \
+    2>&1 | tee "$OUT/atrex-entry.txt"
 }
 run_round() {  # run_round NAME N round_speed.py options...: a round, its reports copied under $OUT
   local name=$1 n=$2; shift 2
@@ -205,15 +217,9 @@ for step in "${steps[@]}"; do
              for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
              run_round "round-$suite${only:+-${only//,/-}}" "${n:-3}" --suite "$suite" \
                "${ropts[@]}" ;;
+    atrex-entry) atrex_entry ;;
     atrex|atrex:*) IFS=: read -r _ only n <<<"$step"
-                   if [ ! -d build/atrex-bench/data ]; then
-                     echo "atrex: no build/atrex-bench/data (carry build/atrex-bench)"; continue
-                   fi
-                   mkdir -p /tmp/suites && rm -rf /tmp/suites/atrex-bench /tmp/atrex-entry
-                   /usr/bin/time -f "atrex import wall %e s" python3 -m grader import atrex \
-                     build/atrex-bench -o /tmp/suites/atrex-bench 2>&1 | tail -n 2
-                   python3 bench/atrex_entry.py /tmp/suites/atrex-bench -o /tmp/atrex-entry \
-                     2>&1 | tee "$OUT/atrex-entry.txt"
+                   atrex_entry || continue
                    ropts=(); IFS=, read -ra ps <<<"$only"
                    for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
                    run_round "round-atrex-bench${only:+-${only//,/-}}" "${n:-2}" \
