@@ -10,8 +10,8 @@ Each measurement runs in a fresh process, so that its peak resident memory is it
 - files: SIZE MiB of float32 on DEVICE saved to DIR, then loaded back to DEVICE;
 - compare: two bfloat16 outputs of SIZE MiB each (one within the suite's tolerance of the other)
   compared on the host, as the judge does.
-Printed: CPU seconds (wall seconds for the files) and the peak resident memory beyond the
-tensors themselves (since the files are written through a mapping of their own, their
+Printed: seconds (wall and CPU for the comparison, which spreads over threads) and the peak
+resident memory beyond the tensors themselves (since the files are written through a mapping of their own, their
 tmpfs pages count there while written: resident, not allocated beyond the file). `--rev` adds a row per path for the code as it was at that git revision
 (3bb048c: before the chunked files and comparison of 2026-12-01); `--files-from` adds a files row
 for another copy of grader/harness/tensors.py, where there is no git (a GPU host).
@@ -88,10 +88,10 @@ def _compare(code: dict[str, Any], size_mib: int) -> dict[str, float]:
         e[at : at + x.numel()] = x
         a[at : at + x.numel()] = x * (1 + 0.001 * torch.randn(x.numel()))
     base = _peak_mib()
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     outcome = code["compare"]([e], [a], problem)
-    return {"cpu_s": time.process_time() - t0, "extra_mib": _peak_mib() - base,
-            "ok": float(outcome.ok)}
+    return {"cpu_s": time.process_time() - t0, "wall_s": time.perf_counter() - w0,
+            "extra_mib": _peak_mib() - base, "ok": float(outcome.ok)}
 
 
 def _measure(what: str, source: Path, size_mib: int, device: str, folder: str
@@ -142,13 +142,14 @@ def main() -> None:
             print(f"| {name} | {r['save_s']:.2f} | {r['load_s']:.2f} | "
                   f"{r['save_extra_mib']:.0f} / {r['load_extra_mib']:.0f} |")
         print(f"\ncompare: two bfloat16 outputs of {args.size_mib} MiB each, on the host")
-        print("| code | CPU s | peak memory beyond the outputs MiB | passed |")
-        print("| --- | --- | --- | --- |")
+        print("| code | wall s | CPU s | peak memory beyond the outputs MiB | passed |")
+        print("| --- | --- | --- | --- | --- |")
         for name, paths in versions:
             if "compare" not in paths:
                 continue
             r = _measure("compare", paths["compare"], args.size_mib, args.device, args.dir)
-            print(f"| {name} | {r['cpu_s']:.2f} | {r['extra_mib']:.0f} | {bool(r['ok'])} |")
+            print(f"| {name} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | "
+                  f"{r['extra_mib']:.0f} | {bool(r['ok'])} |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """grader.judge.outputs: the trusted comparison of outputs, and its chunked pass over large ones.
 
 Every statistic must be the same whatever the chunk size (the pass works on CHUNK elements at a
-time), and each failure must be found wherever in the output it sits.
+time) and however many threads share the chunks (THREADS spans), and each failure must be found
+wherever in the output it sits.
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ def _by_hand(e: torch.Tensor, a: torch.Tensor) -> tuple[int, float, float]:
     return bad, float(diff.max()), float((diff / e64.abs().clamp_min(1e-12)).max())
 
 
+@pytest.mark.parametrize("threads", [1, 3, 8])
 @pytest.mark.parametrize("chunk", [1, 7, 1000, 4096, 1 << 22])
-def test_statistics_do_not_depend_on_the_chunk(chunk: int, monkeypatch: pytest.MonkeyPatch
-                                               ) -> None:
+def test_statistics_do_not_depend_on_the_chunk(chunk: int, threads: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     e, a = _pair()
     a[::97] += 1.0  # some elements far outside the tolerance
     monkeypatch.setattr(cmp, "CHUNK", chunk)
+    monkeypatch.setattr(cmp, "THREADS", threads)
     out = cmp.compare([e.reshape(100, 100)], [a.reshape(100, 100)], SOFTMAX)
     bad, worst_abs, worst_rel = _by_hand(e, a)
     assert bad > 0 and not out.ok
@@ -54,20 +57,24 @@ def test_within_tolerance_passes_with_its_errors(monkeypatch: pytest.MonkeyPatch
     assert (out.comparison.max_abs_err, out.comparison.max_rel_err) == _by_hand(e, a)[1:]
 
 
+@pytest.mark.parametrize("threads", [1, 4])
 @pytest.mark.parametrize("where", [0, 4999, 9999])
-def test_non_finite_values_are_counted_in_any_chunk(where: int,
+def test_non_finite_values_are_counted_in_any_chunk(where: int, threads: int,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     e, a = _pair()
     a[where] = float("nan")
     a[(where + 5000) % 10_000] = float("inf")
     monkeypatch.setattr(cmp, "CHUNK", 1000)
+    monkeypatch.setattr(cmp, "THREADS", threads)
     out = cmp.compare([e], [a], SOFTMAX)
     assert not out.ok and out.detail == "output 0: 2 NaN or Inf values"
 
 
-def test_all_zeros_fail_unless_the_reference_is_zero_too(monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
+@pytest.mark.parametrize("threads", [1, 4])
+def test_all_zeros_fail_unless_the_reference_is_zero_too(threads: int,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cmp, "CHUNK", 1000)
+    monkeypatch.setattr(cmp, "THREADS", threads)
     e = torch.zeros(10_000, dtype=torch.bfloat16)
     e[9_999] = 1.0  # the reference's only nonzero value, in the last chunk
     out = cmp.compare([e], [torch.zeros_like(e)], SOFTMAX)
@@ -131,13 +138,15 @@ def test_rocm_fp8_outputs_compare_with_the_fp8_tolerance() -> None:
     assert not out.ok and out.comparison.rtol == quant.tolerance_for("float8_e4m3fn").rtol
 
 
+@pytest.mark.parametrize("threads", [1, 5])
 @pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 22])
-def test_a_mismatch_names_its_worst_elements(chunk: int, monkeypatch: pytest.MonkeyPatch
-                                             ) -> None:
+def test_a_mismatch_names_its_worst_elements(chunk: int, threads: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 34: a mismatch said how many elements were off but not which, nor by how much;
     like torch.testing.assert_close it names the worst ones' indices, got and expected, the
-    furthest outside the tolerance first, wherever the chunks fall."""
+    furthest outside the tolerance first, wherever the chunks and spans fall."""
     monkeypatch.setattr(cmp, "CHUNK", chunk)
+    monkeypatch.setattr(cmp, "THREADS", threads)
     e = torch.linspace(-1, 1, 6000).to(torch.bfloat16).reshape(20, 300)
     a = e.clone()
     a[19, 299] = 4.0  # the worst, in the last chunk
@@ -153,6 +162,22 @@ def test_a_mismatch_names_its_worst_elements(chunk: int, monkeypatch: pytest.Mon
         r, c = index
         assert text == (f"output 1[{r}, {c}]: got {float(torch.tensor(got).to(torch.bfloat16)):.6g}"
                         f", expected {float(e[r, c]):.6g}")
+
+
+def test_equal_excesses_name_the_first_elements_whatever_span_finishes_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spans finish in any order; of elements equally far outside the tolerance, the first
+    ones by position are named, every time."""
+    monkeypatch.setattr(cmp, "CHUNK", 100)
+    monkeypatch.setattr(cmp, "THREADS", 8)
+    e = torch.zeros(4000, dtype=torch.bfloat16)
+    a = e.clone()
+    a[[3900, 2500, 1200, 10]] = 1.0  # four equal excesses, in four spans
+    for _ in range(5):
+        out = cmp.compare([e], [a], SOFTMAX)
+        named = out.detail.split("; worst: ")[1].split("; ")
+        assert [t.split(":")[0] for t in named] == ["output 0[10]", "output 0[1200]",
+                                                   "output 0[2500]"]
 
 
 def test_index_of_an_element() -> None:
