@@ -4,17 +4,19 @@ between containers (grader/harness/tensors.py) and the comparison of an entry's 
 the reference's (grader/judge/outputs.py).
 
     python bench/host_io.py [--size-mib 1024] [--device cpu|cuda] [--rev 3bb048c] [--dir /dev/shm]
-        [--files-from OLD_TENSORS_PY]
+        [--files-from OLD_TENSORS_PY] [--compare-from OLD_OUTPUTS_PY]
 
 Each measurement runs in a fresh process, so that its peak resident memory is its own:
 - files: SIZE MiB of float32 on DEVICE saved to DIR, then loaded back to DEVICE;
 - compare: two bfloat16 outputs of SIZE MiB each (one within the suite's tolerance of the other)
   compared on the host, as the judge does.
 Printed: seconds (wall and CPU for the comparison, which spreads over threads) and the peak
-resident memory beyond the tensors themselves (since the files are written through a mapping of their own, their
-tmpfs pages count there while written: resident, not allocated beyond the file). `--rev` adds a row per path for the code as it was at that git revision
-(3bb048c: before the chunked files and comparison of 2026-12-01); `--files-from` adds a files row
-for another copy of grader/harness/tensors.py, where there is no git (a GPU host).
+resident memory beyond the tensors themselves (since the files are written through a mapping
+of their own, their tmpfs pages count there while written: resident, not allocated beyond the
+file). `--rev` adds a row per path for the code as it was at that git revision (3bb048c:
+before the chunked files and comparison of 2026-12-01); `--files-from` and `--compare-from`
+add a row for another copy of grader/harness/tensors.py or grader/judge/outputs.py, where
+there is no git (a GPU host).
 Results: docs/benchmarks.md ("Inputs drawn on the GPU being graded").
 """
 
@@ -118,6 +120,8 @@ def main() -> None:
     ap.add_argument("--rev", default=None, help="also the code at this git revision")
     ap.add_argument("--files-from", type=Path, default=None,
                     help="also the files row for this copy of grader/harness/tensors.py")
+    ap.add_argument("--compare-from", type=Path, default=None,
+                    help="also the compare row for this copy of grader/judge/outputs.py")
     ap.add_argument("--dir", default="/dev/shm", help="where the file goes (a tmpfs, as in a "
                     "grading)")
     args = ap.parse_args()
@@ -134,10 +138,14 @@ def main() -> None:
             versions.append((args.rev, old))
         if args.files_from:
             versions.append((args.files_from.name, {"files": args.files_from.resolve()}))
+        if args.compare_from:
+            versions.append((args.compare_from.name, {"compare": args.compare_from.resolve()}))
         print(f"files: {args.size_mib} MiB of float32 on {args.device}, in {args.dir}")
         print("| code | save s | load s | peak memory beyond the tensor, after save / load MiB |")
         print("| --- | --- | --- | --- |")
         for name, paths in versions:
+            if "files" not in paths:
+                continue
             r = _measure("files", paths["files"], args.size_mib, args.device, args.dir)
             print(f"| {name} | {r['save_s']:.2f} | {r['load_s']:.2f} | "
                   f"{r['save_extra_mib']:.0f} / {r['load_extra_mib']:.0f} |")
