@@ -1,9 +1,10 @@
 """A round in serving containers (`grader round --serve`, run/served.py, issue 32), with the
 real engine on the CPU demo suite: one container runs every batch of an entry, each in a fresh
 worker its warden forks (the first entry's beside their reference containers, the later one's
-on the round's references), the verdicts are those of a container a batch, and nothing a
-batch leaves reaches the next (the carry-state hostile case, whose files zero their outputs
-when they find an earlier batch's marker, stays `passed`)."""
+on the round's references), timed loops beside the next workers' set-up and the judging
+before them (`--time-beside on`, the GPU hosts' default), the verdicts are those of a
+container a batch, and nothing a batch leaves reaches the next (the carry-state hostile case,
+whose files zero their outputs when they find an earlier batch's marker, stays `passed`)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_round_with_serving_containers(engine, runtime, tmp_path: Path,  # type:
     monkeypatch.setattr(DockerEngine, "start", counting)
     monkeypatch.setattr(sys, "argv", ["grader", "round", str(entries), "-o", str(out),
                                       "--suite", "demo", "--seed-secret", SECRET, "--serve",
-                                      "--start-ahead", "on"])
+                                      "--start-ahead", "on", "--time-beside", "on"])
     code: object = 0
     try:
         main()

@@ -172,16 +172,19 @@ def test_a_standby_whose_harness_cannot_start_is_unusable(engine, runtime, setup
     st.close()
 
 
-def _run(tmp_path: Path, engine: DockerEngine) -> tuple[Any, list[str], str]:
+def _run(tmp_path: Path, engine: DockerEngine, time_beside: str = "auto"
+         ) -> tuple[Any, list[str], str]:
     cfg = GradingOptions(bundle=_bundle(tmp_path), out_dir=tmp_path / "out",
-                         scheduling=Scheduling(start_ahead="on"))
+                         scheduling=Scheduling(start_ahead="on", time_beside=time_beside))
     lines: list[str] = []
     grader = _grader(cfg, engine, progress=lines.append)
     return grader.open_and_grade(), lines, grader.session
 
 
-def test_a_run_started_ahead_grades_the_same(engine, runtime, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    rep, lines, session = _run(tmp_path, engine)
+@pytest.mark.parametrize("time_beside", ["auto", "on"])  # on: as on a GPU host (8 cores a GPU)
+def test_a_run_started_ahead_grades_the_same(engine, runtime, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                             time_beside: str) -> None:
+    rep, lines, session = _run(tmp_path, engine, time_beside)
     assert _verdicts(rep) == dict.fromkeys(ALL, Verdict.PASSED)
     first, *rest = rep.problems
     assert "entry.standby" not in first.phases_s
