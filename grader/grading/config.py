@@ -56,8 +56,9 @@ class Scheduling:
 
     gpus: tuple[int, ...] = (0,)  # --device cuda: one worker per GPU
     jobs: int = 1  # --device cpu: problems graded at once
-    # A problem is graded in batches of shapes whose inputs, all cases counted, fit this
-    # (run/plan.py): the inputs cross between containers as files.
+    # A problem is graded in batches of shapes whose outputs, all cases counted, fit this
+    # (run/plan.py): they cross between containers as files and wait in each side's folder
+    # until judged (inputs are drawn where they are used, one case at a time).
     batch_bytes: int = 8 << 30
     # The reference's container and the entry's side by side (run.pair.run_pair): the
     # entry imports while the reference computes. False (--sequential): one after the other.

@@ -64,13 +64,22 @@ def shape_output_bytes(problem: Problem, shape: Shape) -> int:
         return 0
 
 
+def shape_file_bytes(problem: Problem, shape: Shape) -> int:
+    """Bytes one case of `shape` leaves as files for the host: its outputs, by `output_bytes`
+    where the problem counts them apart, else by its traffic count, which holds them. Its
+    inputs are drawn where they are used, one case at a time (issue 32): they travel nowhere
+    and add up nowhere."""
+    return shape_output_bytes(problem, shape) or shape_bytes(problem, shape)
+
+
 def batches(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int],
             budget_bytes: int) -> list[list[Shape]]:
-    """Consecutive shapes, packed in order while their cases' bytes fit `budget_bytes`."""
+    """Consecutive shapes, packed in order while their cases' files (shape_file_bytes) fit
+    `budget_bytes`: each side's folder holds a batch's outputs until it is judged."""
     out: list[list[Shape]] = []
     used = 0
     for shape in shapes:
-        size = shape_bytes(problem, shape) * cases_per_shape.get(shape.id, 0)
+        size = shape_file_bytes(problem, shape) * cases_per_shape.get(shape.id, 0)
         if out and used + size <= budget_bytes:
             out[-1].append(shape)
             used += size
