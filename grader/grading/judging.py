@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from grader.model.results import ShapeResult
@@ -80,6 +80,13 @@ class Judging:
         """The judging not done yet (the next batch's timed loops wait for it)."""
         self.reap()
         return (self.last,) if self.last is not None and not self.last.done() else ()
+
+    def wait_older(self) -> None:
+        """Wait for every judging but the last one submitted: a batch whose timed loops run
+        beside the judging before it (Scheduling.beside) starts with at most that one behind
+        it, so that the host holds two batches' outputs at most, as when its loops wait."""
+        wait([f for f, _keep in self._kept if f is not self.last])
+        self.reap()
 
     def reap(self) -> None:
         """Close what finished judgings kept (on the worker's thread)."""

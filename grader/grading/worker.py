@@ -268,9 +268,12 @@ class Worker:
 
     def _beside(self, cur: Planned, k: int, claim: Claim) -> Beside | None:
         """What batch `k`'s timed loops wait for: the standbys it starts and the judging
-        before it, or nothing when they run beside both (`beside`)."""
+        before it, or nothing when they run beside both (`beside`; then the batch starts
+        once every judging but that one is done, so that no more than one batch's outputs
+        wait to be judged beside it)."""
         started = self._start_ahead(cur, k, claim)
         if self.beside:
+            self.judging.wait_older()
             return None
         pending = self.judging.pending()
         if not started and not pending:

@@ -270,6 +270,34 @@ def test_a_judging_before_a_batch_holds_its_timed_loops_unless_beside(
         assert ran == ["run a0", "run b0", "finish a", "finish b"]
 
 
+def test_timed_beside_a_batch_starts_with_one_judging_behind_it_at_most(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timed beside the judging, b0 starts while a's judging runs; c0 waits until a's is
+    done (b's may still run): the host never holds more than two batches' outputs."""
+    gate = threading.Event()
+    w, events = _worker(monkeypatch, 0, {"a": 1, "b": 1, "c": 1}, beside=True)
+    real = w.grade_batch
+
+    def judged(pid: str) -> list[Any]:
+        if pid == "a":
+            gate.wait(5)
+        events.append(f"judged {pid}")
+        return []
+
+    def grade_batch(p: Any, k: int, bs: Any) -> None:
+        real(p, k, bs)
+        p.judged.append(w.judging.submit(lambda pid=p.sp.id: judged(pid),
+                                         contextlib.ExitStack()))
+        if p.sp.id == "b":
+            threading.Timer(0.1, gate.set).start()
+
+    w.grade_batch = grade_batch
+    w.grade(_claim(["a", "b", "c"]), lambda _r: True)
+    ran = [e for e in events if e.startswith(("run", "judged"))]
+    assert ran[:2] == ["run a0", "run b0"] and w.waited == [0, 0, 0]
+    assert ran.index("judged a") < ran.index("run c0")
+
+
 def test_timed_beside_standbys_they_start_as_before_and_no_timed_loop_waits_for_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """--time-beside on: the standbys are started and taken by their batches as before; no
