@@ -284,10 +284,14 @@ class Worker:
         """The standbys batch `k` of `cur` starts: none when the next batch has one already
         (started with an earlier batch, whose timed loops waited for it), else the next
         `depth` batches', in order, up to one that runs one container after the other or
-        cannot start."""
+        cannot start. Timed beside them (`beside`), no timed loop waits for a standby: each
+        of the next `depth` batches that has none gets one, so one a batch in the steady
+        state, started `depth` batches ahead of its turn, with their time to set up."""
         started: list[Standby | EntryStandby] = []
         for plan, j in self._upcoming(cur, k, claim):
             if j in plan.standbys:
+                if self.beside:
+                    continue
                 break
             batch = self.batch(plan, j)
             if batch is None:

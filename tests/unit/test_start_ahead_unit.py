@@ -298,13 +298,23 @@ def test_timed_beside_a_batch_starts_with_one_judging_behind_it_at_most(
     assert ran.index("judged a") < ran.index("run c0")
 
 
-def test_timed_beside_standbys_they_start_as_before_and_no_timed_loop_waits_for_them(
+def test_timed_beside_each_standby_starts_depth_batches_ahead_and_none_is_waited_for(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """--time-beside on: the standbys are started and taken by their batches as before; no
-    batch's timed loops wait for them (it has no Beside)."""
-    parts = {"a": 1, "b": 2, "c": 1, "d": 1}
-    w, _ = _worker(monkeypatch, 2, parts, beside=True)
+    """--time-beside on: no batch's timed loops wait for the standbys (it has no Beside), and
+    each is started `depth` batches ahead of its turn, one a batch (not two every other
+    batch, as when the loops wait for them), then taken by its batch."""
+    parts = {"a": 1, "b": 2, "c": 1, "d": 1, "e": 1}
+    w, events = _worker(monkeypatch, 2, parts, beside=True)
+    made = FakeStandby.__init__
+
+    def noted(self: FakeStandby, setup: object, batch: str, **kw: Any) -> None:
+        made(self, setup, batch, **kw)
+        events.append(f"start {batch}")
+
+    monkeypatch.setattr(FakeStandby, "__init__", noted)
     w.grade(_claim(list(parts)), lambda _r: True)
-    assert w.ran == [("a0", []), ("b0", []), ("b1", []), ("c0", []), ("d0", [])]
-    assert [s.batch for s in FakeStandby.made] == ["b0", "b1", "c0", "d0"]
+    assert w.ran == [("a0", []), ("b0", []), ("b1", []), ("c0", []), ("d0", []), ("e0", [])]
+    assert [e for e in events if e.startswith(("run", "start"))] == [
+        "start b0", "start b1", "run a0", "start c0", "run b0", "start d0", "run b1",
+        "start e0", "run c0", "run d0", "run e0"]
     assert not any(s.closed for s in FakeStandby.made)  # each one taken by its batch
