@@ -70,7 +70,7 @@ class Scheduling:
     start_ahead: str = "auto"
     # How many batches' containers are started ahead at once (worker.py): a batch whose next
     # batch has no standby starts this many; the wait for their set-up falls on one batch in
-    # this many.
+    # this many. Timed beside them (time_beside), each batch starts the one this many after it.
     ahead_depth: int = 2
     # Whether a running batch's timed loops run beside the host's other work for its worker:
     # the standbys started beside it setting up (cold imports, and on a GPU the CUDA context

@@ -87,7 +87,9 @@ class Worker:
     def __init__(self, ctx: GradingContext, setup: WorkerSetup, suite: Suite, sub: Submission,
                  runtime_tag: str, *, depth: int, beside: bool = False) -> None:
         self.ctx, self.setup, self.suite, self.sub = ctx, setup, suite, sub
-        self.depth = depth  # batches whose containers are started ahead at once (0: none)
+        # batches whose containers are started ahead at once, or with `beside` how far ahead
+        # each batch starts the next one's (0: none)
+        self.depth = depth
         # timed loops run beside the standbys' set-up and the judging before them
         # (Scheduling.beside); else they wait for both
         self.beside = beside
