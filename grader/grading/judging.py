@@ -6,8 +6,9 @@ containers had exited and before the next batch's turn, so the GPU idled while t
 compared. Now the worker hands each batch's judging to one thread of its own and goes on to
 the next batch at once; that batch's warm-up, correctness and traced calls run beside the
 judging, and its timed loops (the reference's and the entry's) wait until it is done, as they
-wait for the standbys' imports (run.ahead.Beside.after): a timed loop never shares the host
-with judging.
+wait for the standbys' imports (run.ahead.Beside.after), unless they are timed beside both
+(Scheduling.beside, on hosts with the cores for it): then the batch only starts once every
+judging but the one before it is done (`wait_older`).
 
 The batch's folders (the reference's expected outputs, the entry's outputs) stay until its
 judging is done: its contexts are handed over whole (an ExitStack) and closed here, on the

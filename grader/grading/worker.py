@@ -5,16 +5,17 @@ While a batch runs, the worker starts the containers of the next batches (the sa
 or the first ones of the next problems it takes) as standbys (run.ahead.Standby): they make
 their cold `import torch` (the entry's, on a GPU, its CUDA and profiler set-up too) and wait at
 their gates. The running batch's timed loops wait until those standbys are idle there, so that
-a timed loop never shares the host with more than a sleeping poll, and no entry code runs
-before its own batch's turn. The set-up, a container's largest fixed cost (8-10 s for the
-entry's on the H200, 2026-12-02), then falls outside the critical path of every batch but the
-worker's first. A batch whose reference a round has computed already starts its entry's
-container alone (run.ahead.EntryStandby). Standbys are started `depth` at a time: a batch
-whose next batch has none starts the next `depth` batches' at once.
+a timed loop never shares the host with more than a sleeping poll (unless timed beside them,
+`beside`: Scheduling.beside), and no entry code runs before its own batch's turn. The set-up,
+a container's largest fixed cost (8-10 s for the entry's on the H200, 2026-12-02), then falls
+outside the critical path of every batch but the worker's first. A batch whose reference a
+round has computed already starts its entry's container alone (run.ahead.EntryStandby).
+Standbys are started `depth` at a time: a batch whose next batch has none starts the next
+`depth` batches' at once; timed beside, each batch starts the one `depth` batches after it.
 
 A batch's judging runs on the worker's judging thread (judging.py) while the next batch
 starts, a problem's last batch's too (the problem's result is taken once it is done); that
-batch's timed loops wait for it as they wait for the standbys (issue 32). With
+batch's timed loops wait for it as they wait for the standbys, unless timed beside (issue 32). With
 --serve, each batch's entry is a worker of the worker's serving container (run/served.py)
 instead of a container of its own.
 """
