@@ -51,6 +51,10 @@ class Shape(Strict):
     # problem's `flops`/`bytes` expressions for this shape. Hidden, like the expressions.
     flops: float | None = Field(default=None, ge=0)
     bytes: float | None = Field(default=None, gt=0)
+    # Bytes one call of this shape returns (an importer's count, on `meta`): takes the place of
+    # the problem's `output_bytes` expression for this shape. Sizes batches and the entry's
+    # output cap (run/plan.py); not a roofline number.
+    output_bytes: float | None = Field(default=None, ge=0)
 
 
 class Hidden(Strict):

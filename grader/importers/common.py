@@ -51,6 +51,7 @@ class ShapeDraft:
     smoke: bool = False
     flops: float | None = None
     bytes: float | None = None
+    output_bytes: float | None = None  # what one call returns, counted where it is derived
     keys: tuple[str, ...] = ()  # the source's names for it: weights and rooflines use them
 
     def needs_work(self, problem: ProblemDraft) -> bool:
@@ -90,7 +91,8 @@ class ProblemDraft:
             "extra_files": sorted(n for n in self.files if n != "reference.py"),
             "shapes": [{k: v for k, v in (("id", s.id), ("params", s.params),
                                           ("phase", s.phase), ("smoke", s.smoke),
-                                          ("flops", s.flops), ("bytes", s.bytes))
+                                          ("flops", s.flops), ("bytes", s.bytes),
+                                          ("output_bytes", s.output_bytes))
                         if v is not None} for s in self.shapes],
             "hidden": {"provenance": self.provenance, "notes": "\n".join(self.notes)},
         }

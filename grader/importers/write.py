@@ -58,18 +58,48 @@ def _check_out(out: Path) -> None:
         raise UsageError(f"-o {out}: {out.parent} is not a folder")
 
 
-def _count(draft: ProblemDraft, ref: ModuleType, s: ShapeDraft, device: str
-           ) -> tuple[int, int]:
-    from grader.scoring.derive import count
+@dataclass(frozen=True)
+class _Counted:
+    """One run of the reference for one shape: its FLOPs, its bytes read and written, and the
+    bytes of its outputs alone."""
 
-    init = {k: s.params[k] for k in draft.init_params if k in s.params}
-    flops, read, written, _ = count(ref, dict(s.params), init, device=device)
-    return flops, read + written
+    flops: int
+    bytes: int
+    output_bytes: int
 
 
-def _derive(draft: ProblemDraft, ref: ModuleType, device: str) -> ProblemDraft:
+class _Counter:
+    """Each shape's reference run, counted once per device (grader.scoring.derive.count): the
+    upstream check, the derivation and the output sizes share it."""
+
+    def __init__(self, init_params: list[str], ref: ModuleType) -> None:
+        self.init_params, self.ref = init_params, ref
+        self._runs: dict[tuple[str, str], _Counted | Exception] = {}
+
+    def run(self, s: ShapeDraft, device: str) -> _Counted:
+        """The count of `s` on `device`; raises what the source's reference raised."""
+        key = (s.id, device)
+        if key not in self._runs:
+            from grader.scoring.derive import count
+
+            init = {k: s.params[k] for k in self.init_params if k in s.params}
+            try:
+                flops, read, written, _ = count(self.ref, dict(s.params), init, device=device)
+                self._runs[key] = _Counted(flops=flops, bytes=read + written,
+                                           output_bytes=written)
+            except Exception as exc:  # the source's code: the caller says which shape
+                self._runs[key] = exc
+        got = self._runs[key]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+
+def _derive(draft: ProblemDraft, counter: _Counter, device: str) -> ProblemDraft:
     """Fill in the shapes' missing FLOPs and bytes by running the reference once each (a smoke
-    shape, small, on the CPU where `device` cannot run it)."""
+    shape, small, on the CPU where `device` cannot run it), and each shape's output bytes
+    where a run counts them (none is run on the CPU for them alone: a production shape may
+    not fit the host)."""
     shapes = []
     for s in draft.shapes:
         if s.needs_work(draft):
@@ -79,7 +109,7 @@ def _derive(draft: ProblemDraft, ref: ModuleType, device: str) -> ProblemDraft:
             failed: list[str] = []
             for where in tries:
                 try:
-                    flops, nbytes = _count(draft, ref, s, where)
+                    got = counter.run(s, where)
                     break
                 except Exception as exc:  # the source's code: say which problem and shape
                     failed.append(f"on {where} failed: {type(exc).__name__}: "
@@ -88,13 +118,20 @@ def _derive(draft: ProblemDraft, ref: ModuleType, device: str) -> ProblemDraft:
                 raise ProblemError(
                     f"{draft.origin}: deriving FLOPs and bytes of shape {s.id} "
                     + "; ".join(failed), hint="give the numbers in the source") from None
-            s = replace(s, flops=s.flops if s.flops is not None or draft.flops_expr else flops,
-                        bytes=s.bytes if s.bytes is not None or draft.bytes_expr else nbytes)
+            s = replace(s, flops=s.flops if s.flops is not None or draft.flops_expr
+                        else got.flops,
+                        bytes=s.bytes if s.bytes is not None or draft.bytes_expr else got.bytes,
+                        output_bytes=got.output_bytes)
+        elif s.output_bytes is None:
+            try:
+                s = replace(s, output_bytes=counter.run(s, device).output_bytes)
+            except Exception:  # the count is a hint for batching; without it, `bytes` stands
+                pass
         shapes.append(s)
     return replace(draft, shapes=shapes)
 
 
-def _beside_upstream(draft: ProblemDraft, ref: ModuleType, device: str) -> list[str]:
+def _beside_upstream(draft: ProblemDraft, counter: _Counter, device: str) -> list[str]:
     """Where the source's own numbers (used as given) differ from our derivation by more
     than UPSTREAM_RTOL: both, in a note per shape, so that a reader sees the difference."""
     notes: list[str] = []
@@ -102,13 +139,14 @@ def _beside_upstream(draft: ProblemDraft, ref: ModuleType, device: str) -> list[
         if s.flops is None and s.bytes is None:
             continue
         try:
-            flops, nbytes = _count(draft, ref, s, device)
+            got = counter.run(s, device)
         except Exception as exc:
             return [*notes, f"upstream roofline numbers not checked: deriving shape {s.id} on "
                     f"{device} failed ({type(exc).__name__})"]
-        diffs = [f"{what} {given:.6g} (derived {got})"
-                 for what, given, got in (("flops", s.flops, flops), ("bytes", s.bytes, nbytes))
-                 if given is not None and not math.isclose(given, got, rel_tol=UPSTREAM_RTOL)]
+        diffs = [f"{what} {given:.6g} (derived {n})"
+                 for what, given, n in (("flops", s.flops, got.flops),
+                                        ("bytes", s.bytes, got.bytes))
+                 if given is not None and not math.isclose(given, n, rel_tol=UPSTREAM_RTOL)]
         if diffs:
             notes.append(f"shape {s.id}: upstream {'; '.join(diffs)}: upstream used")
     return notes
@@ -123,11 +161,12 @@ def _write_problem(draft: ProblemDraft, root: Path, device: str, kind: str
     for name, data in draft.files.items():
         (directory / name).write_bytes(data)
     ref = load_reference(directory, "module")
-    draft = replace(draft, notes=[*draft.notes, *_beside_upstream(draft, ref, device)])
+    counter = _Counter(draft.init_params, ref)
+    draft = replace(draft, notes=[*draft.notes, *_beside_upstream(draft, counter, device)])
     draft = with_smoke(draft, ref, {s.id for s in draft.shapes})
-    filled = _derive(draft, ref, device)
+    filled = _derive(draft, counter, device)
     derived = [f"{draft.id}/{a.id}" for a, b in zip(draft.shapes, filled.shapes, strict=True)
-               if a != b]
+               if (a.flops, a.bytes) != (b.flops, b.bytes)]
     if derived:
         filled = replace(filled, notes=[*filled.notes, "flops/bytes derived (grader roofline "
                                         f"derive, on {device}, else the CPU) for shapes "

@@ -54,8 +54,11 @@ def shape_bytes(problem: Problem, shape: Shape) -> int:
 
 
 def shape_output_bytes(problem: Problem, shape: Shape) -> int:
-    """Bytes one call of `shape` returns, where the problem counts them apart from its traffic
-    (`output_bytes`); else 0, and its traffic count stands for them."""
+    """Bytes one call of `shape` returns, where the shape (an importer's count) or the problem
+    (`output_bytes`) counts them apart from its traffic; else 0, and its traffic count stands
+    for them."""
+    if shape.output_bytes is not None:
+        return int(shape.output_bytes)
     if problem.output_bytes is None:
         return 0
     try:

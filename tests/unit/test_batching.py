@@ -176,3 +176,17 @@ def test_output_bytes_counts_returned_buffers_not_traffic() -> None:
     assert batching.shape_output_bytes(p, shape) == 2 * 2 * 8192 * 16 * 8 * 128
     assert batching.shape_bytes(p, shape) < batching.shape_output_bytes(p, shape) // 100
     assert batching.shape_output_bytes(_problem("rms_norm"), shape) == 0
+
+
+def test_a_shapes_own_output_count_comes_first() -> None:
+    """An imported shape's `output_bytes` (its reference's outputs, counted on `meta`) takes
+    the place of the problem's expression and of its traffic: imported problems whose traffic
+    is mostly inputs batch by what they return."""
+    p = _problem("fused_moe")
+    shape = p.shapes[0].model_copy(update={"output_bytes": 1234.0})
+    assert batching.shape_output_bytes(p, shape) == batching.shape_file_bytes(p, shape) == 1234
+    softmax = _problem("softmax")  # no expression: the shape's count still stands
+    big = [s.model_copy(update={"output_bytes": 1.0}) for s in softmax.shapes]
+    assert batching.batches(softmax, big, {s.id: 5 for s in big}, 1 << 20) == [big]
+    assert len(batching.batches(softmax, list(softmax.shapes), {s.id: 5 for s in big},
+                                1 << 20)) == len(big)

@@ -100,6 +100,23 @@ def test_atrex_numbers_agree_with_derivation(atrex_suite: Suite) -> None:
         assert rows and all(r.ok for r in rows), rows
 
 
+
+def test_every_shape_counts_what_it_returns(atrex_suite: Suite, kb_suite: Suite) -> None:
+    """Each imported shape says how many bytes one call returns (counted on `meta`), so that
+    batches are sized by their outputs and not by the traffic of inputs drawn where they are
+    used (run/plan.py): float32 batch x out_features for linear, n for relu."""
+    shapes = {(pid, s.id): s.output_bytes for pid, sp in atrex_suite.problems.items()
+              for s in sp.problem.shapes}
+    assert shapes[("linear", "small")] == 4 * 8 * 16
+    assert shapes[("linear", "llama_proj")] == 4 * 16 * 48
+    assert shapes[("relu", "decode_4k")] == 4 * 4096
+    assert shapes[("scale_softmax", "smoke")] == 4 * 8 * 64  # the derived smoke shape too
+    kb = kb_suite.problems["level2_3_matmul_scale"].problem
+    assert [s.output_bytes for s in kb.shapes] == [4 * 16 * 24] * 2
+    # not a roofline number: the shapes' traffic is still the count of what a call moves
+    assert all(s.bytes is None or s.bytes > (s.output_bytes or 0)
+               for sp in atrex_suite.problems.values() for s in sp.problem.shapes)
+
 # -- KernelBench: the mapping ----------------------------------------------------------------
 def test_kernelbench_mapping(kb_suite: Suite) -> None:
     assert list(kb_suite.problems) == ["level1_19_relu", "level1_99_linear_relu",
