@@ -37,6 +37,11 @@ from grader.harness import tensors
 
 FORMAT = 1
 META = "meta.json"  # written last into a batch's folder: the folder is complete
+# The share of the cache's file system a keep leaves free: the round's reports, checkpoints and
+# the engine's images live there too. Atrex-Bench's references alone come to more than the
+# GPU hosts' 64 GiB disks (block_scaled_mm: 57 GiB): the batches that do not fit are computed
+# again for each entry, and the disk never fills.
+RESERVE = 0.1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,8 +81,9 @@ class ReferenceCache:
     def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
         """Copy a usable reference's folder in (regular files only), whole or not at all: a
         folder beside the others, renamed into place once its META is written. Another
-        worker that got there first wins; OSError when the host cannot write it (the worker
-        says so: the round loses only the reuse)."""
+        worker that got there first wins; OSError when the host cannot write it, or when it
+        would leave less than RESERVE of the disk free (the worker says so: the round loses
+        only the reuse)."""
         self._note(Use(problem=problem, key=key, cases=len(cases), computed=True))
         if self.folder(key) is not None:
             return
@@ -87,9 +93,11 @@ class ReferenceCache:
             with os.scandir(ref_dir) as it:
                 files = {Path(e.path): st.st_size for e in it
                          if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode)}
-            size, free = sum(files.values()), shutil.disk_usage(self.root).free
-            if size > free:  # known before a byte is copied, not after tens of gigabytes
-                raise OSError(errno.ENOSPC, f"{size} bytes to keep, {free} free")
+            size, disk = sum(files.values()), shutil.disk_usage(self.root)
+            reserve = int(disk.total * RESERVE)
+            if size > disk.free - reserve:  # known before a byte is copied, not after tens of GiB
+                raise OSError(errno.ENOSPC, f"{size} bytes to keep, {disk.free} free, "
+                              f"{reserve} of them left to the host")
             tmp.mkdir(mode=0o700)
             for f in files:
                 tensors.copy_file(f, tmp / f.name)

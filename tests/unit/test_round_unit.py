@@ -221,6 +221,24 @@ def test_a_reference_too_large_for_the_cache_is_not_kept_and_costs_nothing(
         assert [p.name for p in (small / "cache").iterdir()] == []
 
 
+
+@pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
+def test_a_keep_leaves_a_tenth_of_the_disk_to_the_host(tmp_path: Path) -> None:
+    """A folder that would fit the free room but eat into the host's share (RESERVE of the
+    file system: reports, checkpoints and images live there) is refused too; one that leaves
+    it is kept."""
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    with capped.capped_dir(10 << 20, owner=os.getuid()) as disk:
+        cache = ReferenceCache(disk / "cache", "first")
+        (ref / "s.0.ref").write_bytes(b"\0" * (9 << 20 | 512 << 10))  # fits, under the share
+        with pytest.raises(OSError, match="left to the host"):
+            cache.keep(_key(), ref, problem="vector_add", cases=["s.0"])
+        assert cache.folder(_key()) is None
+        (ref / "s.0.ref").write_bytes(b"\0" * (6 << 20))
+        cache.keep(_key(), ref, problem="vector_add", cases=["s.0"])
+        assert cache.folder(_key()) is not None
+
 def test_cli_has_round_and_verify() -> None:
     res = subprocess.run([sys.executable, "-m", "grader", "round", "--help"],
                          capture_output=True, text=True, cwd=REPO, check=False)
