@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 import psutil
 
 from grader.detect.detector import Detector
+from grader.detect.dynamic import is_native
 from grader.errors import InfraError
 from grader.formats.problem import Shape
 from grader.grading.checkpoint import Finished
@@ -48,12 +49,13 @@ from grader.grading.settings import GradingSettings, Narrowing
 from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
+from grader.model.findings import Finding
 from grader.model.results import ProblemResult
 from grader.model.runs import Case, Evidence, computed, computed_first, reached_uncomputed
 from grader.run import plan as batching
 from grader.run.ahead import Beside, EntryStandby, Standby
 from grader.run.batch import Batch
-from grader.run.jobs import WorkerSetup, timed_plans
+from grader.run.jobs import TimingKnobs, WorkerSetup, timed_plans
 from grader.run.pair import run_pair
 from grader.run.sequential import entry_container, reference_container, reference_run
 from grader.run.served import Server, Serving
@@ -78,6 +80,18 @@ class GradingContext:
     secret: bytes
     references: References | None = None
 
+
+def entry_budget(knobs: TimingKnobs | None, static: list[Finding]) -> float | None:
+    """The entry's timed-loop budget a shape where it is not the knobs' own: the reference's
+    (0.5 s, not 5) when the problem's static findings already keep every shape from `passed`
+    (fallback or worse, whatever runs: judge.problem._decide). Its times then score nothing
+    (ScoreOptions.fallback_scores is off) and only fill the report's time and speed-up
+    columns, as the reference's own do; an entry that delegates to PyTorch often spends the
+    whole 5 s on host-bound calls (Atrex-Bench's references as entries on the H200,
+    2026-12-05: 9 of attention_forward's 22 shapes, CV 0.19-0.29)."""
+    if knobs is None or is_native(static):
+        return None
+    return min(knobs.budget_s, knobs.reference_budget_s)
 
 class Worker:
     """Grades problems on one sandbox under `ctx`, taking each next problem from `claim` and
@@ -235,14 +249,16 @@ class Worker:
                     ref_limits=self._reference_limits(plan, k), problem=problem,
                     entry_limits=batching.entry_limits_from_count(
                         ctx.entry_limits, problem, shapes, plan.per_shape,
-                        timed=sum(1 for c in plan.part_cases(k) if c.timing)))
+                        timed=sum(1 for c in plan.part_cases(k) if c.timing)),
+                    timing_budget_s=entry_budget(self.setup.timing, plan.static))
         return plan.batches[k]
 
     def _plain_batch(self, plan: Planned, k: int) -> Batch:
         """Batch `k` under the configured entry limits (one container after the other)."""
         return Batch(image=plan.image, kernel_file=plan.kernel, cases=plan.part_cases(k),
                      ref_limits=self._reference_limits(plan, k), problem=plan.sp.problem,
-                     entry_limits=self.ctx.entry_limits)
+                     entry_limits=self.ctx.entry_limits,
+                     timing_budget_s=entry_budget(self.setup.timing, plan.static))
 
     def _reference_limits(self, plan: Planned, k: int) -> Limits:
         return batching.reference_limits(self.ctx.reference_limits, plan.sp.problem,

@@ -35,6 +35,10 @@ class Batch:
     # output exists; run_pair raises them when the reference's outputs prove them too small.
     entry_limits: Limits
     problem: Problem | None = None  # None: a function-style problem
+    # Seconds the entry's timed loop may take a shape, where not the knobs' own budget_s: a
+    # problem whose static findings already keep every shape from `passed` is timed on the
+    # reference's shorter budget (grading.worker.Worker.batch).
+    timing_budget_s: float | None = None
 
 
 def entry_run(exit_state: ExitState, out_dir: Path) -> Evidence:

@@ -50,6 +50,5 @@ def cached_entry(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
             return
         standby.release(batch)
         exit_state = EntryRun(setup=setup, ent=standby.ent, in_dir=standby.ent_in,
-                              cases=batch.cases, problem=batch.problem, ref_out=ref_out,
-                              beside=beside).wait()
+                              batch=batch, ref_out=ref_out, beside=beside).wait()
         yield entry_run(exit_state, standby.ent_out)

@@ -39,6 +39,7 @@ from grader.harness.protocol import (
 )
 from grader.model import timed
 from grader.model.runs import Case, computed_first, timed_cases
+from grader.run.batch import Batch
 from grader.sandbox.capped import private_dir, resize
 from grader.sandbox.engine import ContainerEngine
 from grader.sandbox.runs import run_folder
@@ -107,10 +108,12 @@ def write_job(in_dir: Path, job: dict[str, object]) -> None:
 
 
 def entry_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
-              order_key: bytes = b"", hold: bool = False) -> dict[str, object]:
+              order_key: bytes = b"", hold: bool = False,
+              budget_s: float | None = None) -> dict[str, object]:
     """`order_key`: the entry's own (model/timed.py); `hold`: its timed loops wait for the
-    host's go (protocol.GO_FILE), after its traced calls."""
-    job = timing_job(setup, cases, order_key=order_key, hold=hold)
+    host's go (protocol.GO_FILE), after its traced calls; `budget_s`: their budget a shape
+    where not the knobs' own (Batch.timing_budget_s)."""
+    job = timing_job(setup, cases, order_key=order_key, hold=hold, budget_s=budget_s)
     job.update(device=setup.device, cases=[{"id": c.id, "params": c.shape.params, "seed": c.seed}
                                            for c in cases if not c.timing])
     job.update(module_job(problem, [c for c in cases if not c.timing or _builds(c, cases)]))
@@ -145,10 +148,11 @@ def timed_plan(knobs: TimingKnobs, checked: list[Case], order_key: bytes) -> tim
 
 
 def timing_job(setup: WorkerSetup, cases: list[Case], *, order_key: bytes | None = None,
-               hold: bool = False) -> dict[str, object]:
+               hold: bool = False, budget_s: float | None = None) -> dict[str, object]:
     """The timed loop's part of a job (none on a CPU): per shape its plan, drawn for the
     entry's `order_key` (None: the reference's own loop, on seeds no entry is checked on);
-    `hold`: the loop waits for the host's go."""
+    `hold`: the loop waits for the host's go; `budget_s`: the entry's budget a shape where
+    not the knobs' own."""
     job: dict[str, object] = {"hold": True} if hold else {}
     knobs = setup.timing
     if knobs is None:
@@ -165,7 +169,8 @@ def timing_job(setup: WorkerSetup, cases: list[Case], *, order_key: bytes | None
     job.update(timing=timing, l2_flush_bytes=knobs.l2_flush_bytes,
                rse_target=knobs.rse_target, min_samples=knobs.min_samples,
                max_samples=knobs.max_samples,
-               budget_s=knobs.reference_budget_s if order_key is None else knobs.budget_s)
+               budget_s=(knobs.reference_budget_s if order_key is None
+                         else budget_s if budget_s is not None else knobs.budget_s))
     return job
 
 
@@ -282,15 +287,16 @@ def timed_plans(knobs: TimingKnobs | None, cases: list[Case], kernel_file: Path
             for shape, checked in timed_cases(cases).items()}
 
 
-def deliver(setup: WorkerSetup, cases: list[Case], problem: Problem | None, ref_out: Path,
-            in_dir: Path, *, hold: bool = False) -> None:
+def deliver(setup: WorkerSetup, batch: Batch, ref_out: Path, in_dir: Path, *,
+            hold: bool = False) -> None:
     """The entry's job (entry_job) and the problem's public recipe (the reference's
     RECIPE_FILE, unpacked), placed once it has been imported, in its own tmpfs, grown to hold
     them first. Its harness draws every input from the job's seeds with the recipe, where
     its calls run: no input is copied between containers (issue 32)."""
     recipe = ref_out / RECIPE_FILE
-    job = entry_job(setup, cases, problem, order_key=order_key(in_dir / CODE / KERNEL_FILE),
-                    hold=hold)
+    job = entry_job(setup, batch.cases, batch.problem,
+                    order_key=order_key(in_dir / CODE / KERNEL_FILE), hold=hold,
+                    budget_s=batch.timing_budget_s)
     held = sum(f.stat().st_size for f in (in_dir / CODE).iterdir())
     # The job's own size counted: its timed plans grow with the shapes (max_samples calls each).
     resize(in_dir, held + recipe.stat().st_size + len(json.dumps(job)) + SLACK)

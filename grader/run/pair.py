@@ -182,8 +182,7 @@ class _PairRun:
         # warm-up and traced calls run beside the standby's imports.
         self.delivered = True
         self.timing_held = beside is not None and st.hold and not beside.idle()
-        deliver(self.setup, st.batch.cases, st.batch.problem, st.ref_out, st.ent_in,
-                hold=self.timing_held)
+        deliver(self.setup, st.batch, st.ref_out, st.ent_in, hold=self.timing_held)
 
     def release_entry_timing(self, step: float) -> None:
         """A held entry's timed loops go once `beside` is idle; until then, traced and

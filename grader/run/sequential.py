@@ -70,9 +70,8 @@ def entry_container(setup: WorkerSetup, batch: Batch, ref_out: Path, *,
     with capped_dir(limits.output_bytes) as out_dir, entry_in(batch.kernel_file) as in_dir:
         spec = entry_spec(setup, batch.image, in_dir, out_dir, limits, batch.problem)
         with setup.engine.start(spec) as running:
-            exit_state = EntryRun(setup=setup, ent=running, in_dir=in_dir, cases=batch.cases,
-                                  problem=batch.problem, ref_out=ref_out,
-                                  beside=beside).wait()
+            exit_state = EntryRun(setup=setup, ent=running, in_dir=in_dir, batch=batch,
+                                  ref_out=ref_out, beside=beside).wait()
         yield entry_run(exit_state, out_dir)
 
 
@@ -84,8 +83,7 @@ class EntryRun:
     setup: WorkerSetup
     ent: Container
     in_dir: Path
-    cases: list[Case]
-    problem: Problem | None
+    batch: Batch
     ref_out: Path
     beside: Beside | None
     delivered: bool = False
@@ -105,8 +103,7 @@ class EntryRun:
             self.delivered = True
             self.held = (self.beside is not None and self.setup.timing is not None
                          and not self.beside.idle())
-            deliver(self.setup, self.cases, self.problem, self.ref_out, self.in_dir,
-                    hold=self.held)
+            deliver(self.setup, self.batch, self.ref_out, self.in_dir, hold=self.held)
         elif self.held:
             assert self.beside is not None
             self.held = still_held(self.beside, self.ent, self.in_dir, step)

@@ -21,6 +21,7 @@ from grader.detect.detector import Detector
 from grader.detect.policy import load_policy
 from grader.errors import InfraError
 from grader.formats.problem import Problem, Shape
+from grader.grading.worker import entry_budget
 from grader.harness.protocol import (
     BOOT,
     ENTRY,
@@ -551,3 +552,32 @@ def test_a_cached_batch_without_a_standby_starts_beside_the_next_ones(
         assert ahead.usable()
         ahead.close()
     assert engine.left() == [] and not any(p.exists() for p in _folders(engine))
+
+
+def test_an_entry_that_cannot_pass_is_timed_on_the_references_budget(
+        tmp_path: Path, problem: Problem) -> None:
+    """A problem whose static findings already keep every shape from `passed` (here: a file
+    with no Triton kernel, FB005) has its entry's loops timed on the reference's budget; a
+    native one on the knobs' own. The budget travels in the batch, to either protocol."""
+    detector = Detector(policy=load_policy("triton"))
+    root = Path(__file__).resolve().parents[2] / "examples"
+    fallback = detector.static((root / "torch-fallback/kernels/vector_add.py").read_text(),
+                               "kernels/vector_add.py")
+    native = detector.static((root / "triton/kernels/vector_add.py").read_text(),
+                             "kernels/vector_add.py")
+    knobs = TimingKnobs()
+    assert entry_budget(knobs, fallback) == knobs.reference_budget_s < knobs.budget_s
+    assert entry_budget(knobs, native) is None
+    assert entry_budget(None, fallback) is None  # no timed loop at all (the CPU)
+    engine = _engine(ent=[entry(), entry()])
+    setup = _sandbox(engine, timed=True)
+    capped_batch = _batch(tmp_path, problem, setup, problem.shapes[:1],
+                          timing_budget_s=entry_budget(TIMED, fallback))
+    with run_pair(setup, capped_batch):
+        ref, first = engine.of(Role.REFERENCE)[0], engine.of(Role.ENTRY)[0]
+        assert first.job()["budget_s"] == TIMED.reference_budget_s
+        assert ref.job()["budget_s"] == TIMED.reference_budget_s  # the reference's own, as ever
+    with reference_container(setup, capped_batch) as (_ref, ref_dir):
+        with entry_container(setup, _batch(tmp_path, problem, setup, problem.shapes[:1]),
+                             ref_dir):
+            assert engine.of(Role.ENTRY)[1].job()["budget_s"] == TIMED.budget_s
