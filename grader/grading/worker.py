@@ -93,6 +93,7 @@ def entry_budget(knobs: TimingKnobs | None, static: list[Finding]) -> float | No
         return None
     return min(knobs.budget_s, knobs.reference_budget_s)
 
+
 class Worker:
     """Grades problems on one sandbox under `ctx`, taking each next problem from `claim` and
     handing each result, with what it learnt, to `finished`."""

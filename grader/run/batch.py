@@ -37,7 +37,7 @@ class Batch:
     problem: Problem | None = None  # None: a function-style problem
     # Seconds the entry's timed loop may take a shape, where not the knobs' own budget_s: a
     # problem whose static findings already keep every shape from `passed` is timed on the
-    # reference's shorter budget (grading.worker.Worker.batch).
+    # reference's shorter budget (grading.worker.entry_budget).
     timing_budget_s: float | None = None
 
 

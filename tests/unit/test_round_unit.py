@@ -40,6 +40,7 @@ from grader.round.render import board_html, board_markdown
 from grader.round.request import suite_digest
 from grader.round.store import RoundDir
 from grader.round.verify import require, verify_round
+from grader.run.plan import shape_file_bytes
 from grader.sandbox import capped
 from grader.suite.load import find_suite
 from grader.verdicts import Verdict, worst
@@ -239,6 +240,30 @@ def test_a_keep_leaves_a_tenth_of_the_disk_to_the_host(tmp_path: Path) -> None:
         cache.keep(_key(), ref, problem="vector_add", cases=["s.0"])
         assert cache.folder(_key()) is not None
 
+
+@pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
+def test_a_problem_too_large_for_its_share_of_the_room_is_not_kept(tmp_path: Path) -> None:
+    """A problem whose planned outputs would take more than PROBLEM_SHARE of the room left
+    when its first batch comes is not kept at all, so that smaller problems after it still
+    are; a problem once admitted keeps its batches while they fit; each entry decides for
+    the batches it computes."""
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    (ref / "s.0.ref").write_bytes(b"\0" * (1 << 20))
+    with capped.capped_dir(10 << 20, owner=os.getuid()) as disk:  # room: 9 MiB
+        cache = ReferenceCache(disk / "cache", "first")
+        with pytest.raises(OSError, match="kept for smaller problems"):
+            cache.keep("a" * 64, ref, problem="big", cases=["s.0"], problem_bytes=5 << 20)
+        cache.keep("b" * 64, ref, problem="small", cases=["s.0"], problem_bytes=4 << 20)
+        # admitted with 4 MiB of 9: its next batch stays admitted with 4 of the 8 left
+        cache.keep("c" * 64, ref, problem="small", cases=["s.0"], problem_bytes=4 << 20)
+        with pytest.raises(OSError, match="kept for smaller problems"):  # decided once
+            cache.keep("d" * 64, ref, problem="big", cases=["s.0"], problem_bytes=1)
+        assert [cache.folder(k * 64) is not None for k in "abcd"] == [False, True, True, False]
+        later = cache.for_entry("second")  # 7 MiB of room now: 3 MiB is under half
+        later.keep("e" * 64, ref, problem="big", cases=["s.0"], problem_bytes=3 << 20)
+        assert later.folder("e" * 64) is not None
+
 def test_cli_has_round_and_verify() -> None:
     res = subprocess.run([sys.executable, "-m", "grader", "round", "--help"],
                          capture_output=True, text=True, cwd=REPO, check=False)
@@ -343,21 +368,28 @@ def test_a_reference_the_host_cannot_keep_is_said_and_the_batch_goes_on(tmp_path
         def folder(self, key: str) -> Path | None:
             return None
 
-        def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
+        def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
+                 problem_bytes: int = 0) -> None:
+            asked.append(problem_bytes)
             raise OSError(errno.ENOSPC, "No space left on device")
 
         def reused(self, key: str, *, problem: str, cases: int) -> None:
             raise AssertionError("nothing was reused")
 
     said: list[str] = []
-    shape = SimpleNamespace(id="s", params={"n": 4})
-    case = Case(id="s.0", shape=shape, seed=7)  # type: ignore[arg-type]
+    asked: list[int] = []
+    problem = find_suite("demo", [PROBLEM_BUNDLES]).problems["vector_add"].problem
+    shape = problem.shapes[0]
+    case = Case(id=f"{shape.id}.0", shape=shape, seed=7)
     suite = SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0"))
     refs = RoundReferences(Full(), suite, SimpleNamespace(device="cpu", timing=None),  # type: ignore[arg-type]
                            GradingSettings().runtime, said.append)
-    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1",
-                           part_cases=lambda k: [case], label=lambda k: "vector_add")
+    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add", problem=problem), image="img:1",
+                           part_cases=lambda k: [case], label=lambda k: "vector_add",
+                           parts=[[shape], [shape]], per_shape={shape.id: 2})
     assert refs.folder(plan, 0, reuse=True) is None  # type: ignore[arg-type]
     refs.keep(plan, 0, tmp_path)  # type: ignore[arg-type]
     assert said == ["vector_add: cannot keep its reference for the round: "
                     "[Errno 28] No space left on device"]
+    # the problem's whole plan, by its count: two parts of one shape, two cases each
+    assert asked == [2 * 2 * shape_file_bytes(problem, shape)] and asked[0] > 0
