@@ -37,6 +37,9 @@ class Planned:
     # Started beside the batch before (an EntryStandby where a round has the reference).
     standbys: dict[int, Standby | EntryStandby] = field(default_factory=dict)
     judged: list[Judged] = field(default_factory=list)  # its batches' judging, in order
+    # Seconds each of its batches' references took to keep for the round, on the judging
+    # thread before their comparing (Worker.judge).
+    kept_s: list[float] = field(default_factory=list)
     results: list[ShapeResult] = field(default_factory=list)  # once judged (Worker.finish)
     logs: str = ""
     started: float | None = None  # when its first batch began

@@ -29,6 +29,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import psutil
 
@@ -50,7 +51,7 @@ from grader.images import ensure, problem_plan
 from grader.intake.bundle import Submission
 from grader.judge.problem import judge_problem, reference_failure, tail, whole_problem
 from grader.model.findings import Finding
-from grader.model.results import ProblemResult
+from grader.model.results import ProblemResult, ShapeResult
 from grader.model.runs import Case, Evidence, computed, computed_first, reached_uncomputed
 from grader.run import plan as batching
 from grader.run.ahead import Beside, EntryStandby, Standby
@@ -370,9 +371,9 @@ class Worker:
                             "again after the reference, with caps to fit")
                     got = self._unusable(plan, pair.reference, shapes, cases)
                     if got is None:
-                        self.refs.keep(plan, k, pair.ref_dir)
                         got = self.judge(plan, shapes, cases, pair.reference, pair.entry,
-                                         pair.entry_limits, stack.pop_all())
+                                         pair.entry_limits, stack.pop_all(),
+                                         kept=(k, pair.ref_dir))
             if got is None:
                 self.ctx.progress(f"{label}: the reference failed beside the entry; again, one "
                                 "after the other")
@@ -397,16 +398,21 @@ class Worker:
             ref, ref_dir = stack.enter_context(reference_container(self.setup, batch))
             if (unusable := self._unusable(plan, ref, shapes, cases)) is not None:
                 return unusable
-            self.refs.keep(plan, k, ref_dir)
             limits = batching.entry_limits(self.ctx.entry_limits, ref_dir, cases)
             self.ctx.progress(f"{label}: entry")
             entry = stack.enter_context(entry_container(
                 self.setup, replace(batch, entry_limits=limits), ref_dir))
-            return self.judge(plan, shapes, cases, ref, entry, limits, stack.pop_all())
+            return self.judge(plan, shapes, cases, ref, entry, limits, stack.pop_all(),
+                              kept=(k, ref_dir))
 
     def judge(self, plan: Planned, shapes: list[Shape], cases: list[Case], ref: Evidence,
-              entry: Evidence, limits: Limits, keep: contextlib.ExitStack) -> str:
-        """The batch's judging to the judging thread, with `keep` (what it reads); its logs."""
+              entry: Evidence, limits: Limits, keep: contextlib.ExitStack,
+              kept: tuple[int, Path] | None = None) -> str:
+        """The batch's judging to the judging thread, with `keep` (what it reads); its logs.
+        `kept`: the batch's number and its reference's folder, a usable one computed here,
+        copied into the round's store on that thread first (the phase `reference_keep`):
+        its tens of GiB at most (Atrex-Bench) are the host's I/O, beside the GPU's next
+        work like the comparing, not in front of it."""
         ctx, ready = self.ctx, entry.out.ready
         with contextlib.ExitStack() as guard:  # `keep` closed if this fails before handing over
             guard.push(keep)
@@ -423,11 +429,18 @@ class Worker:
             topup = self._topup(plan, shapes, reached_uncomputed(
                 cases, plans, entry, computed(ref.out.result)), guard)
             keep = guard.pop_all()
-        plan.judged.append(self.judging.submit(lambda: judge_problem(
-            problem=plan.sp.problem, shapes=shapes, cases=cases, reference=ref, entry=entry,
-            static=plan.static, own_kernels=own, tracer=ctx.detector,
-            max_output_bytes=limits.output_bytes, interpreter=self.setup.device == "cpu",
-            source=plan.source, plans=plans, topup=topup), keep))
+        def work() -> list[ShapeResult]:
+            if kept is not None:
+                t0 = time.monotonic()
+                self.refs.keep(plan, *kept)
+                plan.kept_s.append(time.monotonic() - t0)  # read once every judging is done
+            return judge_problem(
+                problem=plan.sp.problem, shapes=shapes, cases=cases, reference=ref,
+                entry=entry, static=plan.static, own_kernels=own, tracer=ctx.detector,
+                max_output_bytes=limits.output_bytes, interpreter=self.setup.device == "cpu",
+                source=plan.source, plans=plans, topup=topup)
+
+        plan.judged.append(self.judging.submit(work, keep))
         return entry.exit.logs
 
     def _topup(self, plan: Planned, shapes: list[Shape], todo: list[Case],
@@ -450,7 +463,11 @@ class Worker:
         sp = plan.sp
         got, judge_s, judged_at = results(plan.judged, self.judging)
         plan.results += got
-        add(plan.phases, {"judge": judge_s})  # the host's own comparing, beside the GPU's work
+        # the host's own comparing, and its keeping of the round's references, beside the
+        # GPU's work (the judging thread's seconds hold both)
+        kept_s = sum(plan.kept_s)
+        add(plan.phases, {"judge": judge_s - kept_s,
+                          **({"reference_keep": kept_s} if plan.kept_s else {})})
         if not plan.results:
             return nothing_graded(sp, self.ctx.settings, plan.static, plan.rel)
         verdict = worst([r.verdict for r in plan.results])

@@ -101,6 +101,13 @@ def test_round_equals_grading_each_entry_alone(local_round: Path, entries: Path,
     board = json.loads((local_round / "leaderboard.json").read_text())
     [ref] = board["references"]
     assert ref["computed_by"] == ["fallback"] and ref["reused_by"] == 1
+    # kept on the judging thread, its seconds apart from the comparing's; the later entry
+    # keeps nothing
+    first, later = rd.report("fallback"), rd.report("triton")
+    assert first is not None and later is not None
+    assert [p.phases_s["reference_keep"] >= 0 for p in first.problems] == [True]
+    assert all("reference_keep" not in p.phases_s and p.phases_s["judge"] >= 0
+               for p in later.problems)
     assert [(r["rank"], r["entry"], r["verdicts"]) for r in board["rows"]] == [
         (1, "triton", {"passed": 1}), (2, "fallback", {"fallback": 1})]
     for name in ENTRIES:
