@@ -1,7 +1,8 @@
 """A worker's judging, beside the GPU's next work (issue 32).
 
 Judging a batch (comparing its outputs, reading its record and timings: 0.3-7 s a batch on
-the H200, 13-18 s of an entry of the llm-inference suite) used to run after the batch's
+the H200, 13-18 s of an entry of the llm-inference suite; in a round, copying the reference
+it computed into the round's store first) used to run after the batch's
 containers had exited and before the next batch's turn, so the GPU idled while the host
 compared. Now the worker hands each batch's judging to one thread of its own and goes on to
 the next batch at once; that batch's warm-up, correctness and traced calls run beside the
