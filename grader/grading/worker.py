@@ -430,7 +430,7 @@ class Worker:
                 cases, plans, entry, computed(ref.out.result)), guard)
             keep = guard.pop_all()
         def work() -> list[ShapeResult]:
-            if kept is not None:
+            if kept is not None and self.refs.store is not None:  # in a round
                 t0 = time.monotonic()
                 self.refs.keep(plan, *kept)
                 plan.kept_s.append(time.monotonic() - t0)  # read once every judging is done

@@ -78,3 +78,4 @@ def test_problems_graded_by_two_workers_keep_their_order(engine, runtime, tmp_pa
     for p in rep.problems:
         assert {"image", "reference", "entry", "judge", "entry.warm"} <= p.phases_s.keys()
         assert 0 <= p.phases_s["judge"] < (p.wall_s or 0)
+        assert "reference_keep" not in p.phases_s  # only a round keeps references
