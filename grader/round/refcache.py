@@ -103,8 +103,8 @@ class ReferenceCache:
             reserve = int(disk.total * RESERVE)
             room = disk.free - reserve
             with self._lock:
-                admitted = self._admitted.setdefault(problem,
-                                                     problem_bytes <= PROBLEM_SHARE * room)
+                admitted = self._admitted.setdefault(
+                    problem, problem_bytes <= PROBLEM_SHARE * max(room, 0))
             if not admitted:
                 raise OSError(errno.ENOSPC, f"its problem's outputs (about {problem_bytes} "
                               f"bytes) would take more than {PROBLEM_SHARE:.0%} of the room "
