@@ -102,9 +102,9 @@ class ReferenceCache:
             disk = shutil.disk_usage(self.root)
             reserve = int(disk.total * RESERVE)
             room = disk.free - reserve
-            with self._lock:
-                admitted = self._admitted.setdefault(
-                    problem, problem_bytes <= PROBLEM_SHARE * max(room, 0))
+            with self._lock:  # decided once there is room to share (a full disk says so below)
+                admitted = room <= 0 or self._admitted.setdefault(
+                    problem, problem_bytes <= PROBLEM_SHARE * room)
             if not admitted:
                 raise OSError(errno.ENOSPC, f"its problem's outputs (about {problem_bytes} "
                               f"bytes) would take more than {PROBLEM_SHARE:.0%} of the room "

@@ -263,6 +263,9 @@ def test_a_problem_too_large_for_its_share_of_the_room_is_not_kept(tmp_path: Pat
         later = cache.for_entry("second")  # 7 MiB of room now: 3 MiB is under half
         later.keep("e" * 64, ref, problem="big", cases=["s.0"], problem_bytes=3 << 20)
         assert later.folder("e" * 64) is not None
+        (disk / "filler").write_bytes(b"\0" * (6 << 20))  # no room left: the disk says so
+        with pytest.raises(OSError, match="left to the host"):
+            later.keep("f" * 64, ref, problem="other", cases=["s.0"], problem_bytes=1 << 20)
 
 def test_cli_has_round_and_verify() -> None:
     res = subprocess.run([sys.executable, "-m", "grader", "round", "--help"],
