@@ -100,7 +100,6 @@ def test_atrex_numbers_agree_with_derivation(atrex_suite: Suite) -> None:
         assert rows and all(r.ok for r in rows), rows
 
 
-
 def test_every_shape_counts_what_it_returns(atrex_suite: Suite, kb_suite: Suite) -> None:
     """Each imported shape says how many bytes one call returns (counted on `meta`), so that
     batches are sized by their outputs and not by the traffic of inputs drawn where they are
@@ -116,6 +115,7 @@ def test_every_shape_counts_what_it_returns(atrex_suite: Suite, kb_suite: Suite)
     # not a roofline number: the shapes' traffic is still the count of what a call moves
     assert all(s.bytes is None or s.bytes > (s.output_bytes or 0)
                for sp in atrex_suite.problems.values() for s in sp.problem.shapes)
+
 
 # -- KernelBench: the mapping ----------------------------------------------------------------
 def test_kernelbench_mapping(kb_suite: Suite) -> None:

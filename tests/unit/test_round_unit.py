@@ -222,7 +222,6 @@ def test_a_reference_too_large_for_the_cache_is_not_kept_and_costs_nothing(
         assert [p.name for p in (small / "cache").iterdir()] == []
 
 
-
 @pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
 def test_a_keep_leaves_a_tenth_of_the_disk_to_the_host(tmp_path: Path) -> None:
     """A folder that would fit the free room but eat into the host's share (RESERVE of the
@@ -232,7 +231,8 @@ def test_a_keep_leaves_a_tenth_of_the_disk_to_the_host(tmp_path: Path) -> None:
     ref.mkdir()
     with capped.capped_dir(10 << 20, owner=os.getuid()) as disk:
         cache = ReferenceCache(disk / "cache", "first")
-        (ref / "s.0.ref").write_bytes(b"\0" * (9 << 20 | 512 << 10))  # fits, under the share
+        # 9.5 MiB: within the free room, not within it less the host's tenth
+        (ref / "s.0.ref").write_bytes(b"\0" * (9 << 20 | 512 << 10))
         with pytest.raises(OSError, match="left to the host"):
             cache.keep(_key(), ref, problem="vector_add", cases=["s.0"])
         assert cache.folder(_key()) is None
@@ -266,6 +266,7 @@ def test_a_problem_too_large_for_its_share_of_the_room_is_not_kept(tmp_path: Pat
         (disk / "filler").write_bytes(b"\0" * (6 << 20))  # no room left: the disk says so
         with pytest.raises(OSError, match="left to the host"):
             later.keep("f" * 64, ref, problem="other", cases=["s.0"], problem_bytes=1 << 20)
+
 
 def test_cli_has_round_and_verify() -> None:
     res = subprocess.run([sys.executable, "-m", "grader", "round", "--help"],
