@@ -108,10 +108,9 @@ class RoundReferences:
         try:
             self.store.keep(self.key(plan, k), ref_dir, problem=plan.sp.id,
                             cases=[c.id for c in plan.part_cases(k)],
-                            problem_bytes=sum(
-                                batching.shape_file_bytes(plan.sp.problem, s)
-                                * plan.per_shape.get(s.id, 0) for part in plan.parts
-                                for s in part))
+                            problem_bytes=batching.file_bytes(
+                                plan.sp.problem, [s for part in plan.parts for s in part],
+                                plan.per_shape))
         except OSError as exc:  # the host's: only the reuse is lost
             self.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
 
