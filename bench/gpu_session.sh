@@ -138,6 +138,9 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
   done
   cp -r /tmp/"$name"/.round "$OUT/$name/outcomes" 2>/dev/null
   cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null
+  # what is worth keeping is under $OUT now; the round's kept references (20 GiB for
+  # llm-inference) would take the disk room of a later step's round
+  rm -rf "/tmp/$name"
 }
 steps=("$@")
 [ ${#steps[@]} = 0 ] && steps=(examples)
