@@ -52,12 +52,10 @@ class References(Protocol):
         """The kept folder of `key`, or None when none is kept (complete ones only)."""
         ...
 
-    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
-             problem_bytes: int = 0) -> None:
+    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
         """Keep `ref_dir`, a usable reference's folder that ran here, for later entries (a
-        folder kept already stays); `problem_bytes`: the outputs the problem's whole plan
-        holds, by its count. OSError when the host cannot, or keeps that problem's room for
-        smaller ones: only the reuse is lost."""
+        folder kept already stays). OSError when the host cannot, or keeps the room for the
+        problems after `problem`: only the reuse is lost."""
         ...
 
     def reused(self, key: str, *, problem: str, cases: int) -> None:
@@ -107,10 +105,7 @@ class RoundReferences:
             return
         try:
             self.store.keep(self.key(plan, k), ref_dir, problem=plan.sp.id,
-                            cases=[c.id for c in plan.part_cases(k)],
-                            problem_bytes=batching.file_bytes(
-                                plan.sp.problem, [s for part in plan.parts for s in part],
-                                plan.per_shape))
+                            cases=[c.id for c in plan.part_cases(k)])
         except OSError as exc:  # the host's: only the reuse is lost
             self.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
 

@@ -42,11 +42,13 @@ META = "meta.json"  # written last into a batch's folder: the folder is complete
 # GPU hosts' 64 GiB disks (block_scaled_mm: 57 GiB): the batches that do not fit are computed
 # again for each entry, and the disk never fills.
 RESERVE = 0.1
-# A problem whose planned outputs come to more than this share of the room the cache may still
-# fill (free space less RESERVE) when its first batch is kept is not kept at all: in a suite's
-# order one large problem would take the room of many small ones (Atrex-Bench's
-# block_scaled_mm, second of 30, would fill it alone), and every batch not kept costs each
-# later entry a reference run.
+# One problem's kept folders may take at most this share of the room the cache may still fill
+# (free space less RESERVE) when its first batch is kept; its batches past that are computed
+# again for each entry. In a suite's order one large problem would take the room of many small
+# ones (Atrex-Bench's block_scaled_mm, second of 30, would fill it alone), and every batch not
+# kept costs each later entry a reference run. Counted by the folders' own sizes: a count
+# planned from a problem's traffic (where its outputs cannot be counted apart: Atrex-Bench's
+# unified_attention, 32 GiB a seed, whose outputs are a few MiB) would turn small ones away.
 PROBLEM_SHARE = 0.5
 
 
@@ -69,7 +71,9 @@ class ReferenceCache:
         self.entry = entry
         self.uses: list[Use] = []
         self._lock = threading.Lock()
-        self._admitted: dict[str, bool] = {}  # by problem: whether its batches are kept
+        # by problem: the bytes its kept folders may take (set by its first keep) and take
+        self._share: dict[str, int] = {}
+        self._kept: dict[str, int] = {}
 
     def for_entry(self, entry: str) -> ReferenceCache:
         return ReferenceCache(self.root, entry)
@@ -85,37 +89,38 @@ class ReferenceCache:
     def reused(self, key: str, *, problem: str, cases: int) -> None:
         self._note(Use(problem=problem, key=key, cases=cases, computed=False))
 
-    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
-             problem_bytes: int = 0) -> None:
+    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
         """Copy a usable reference's folder in (regular files only), whole or not at all: a
         folder beside the others, renamed into place once its META is written. Another
         worker that got there first wins. OSError when the host cannot write it, when it
-        would leave less than RESERVE of the disk free, or when its problem is not kept
-        (`problem_bytes`, the outputs its whole plan holds, more than PROBLEM_SHARE of the
-        room when its first batch came): the worker says so, the round loses only the reuse."""
+        would leave less than RESERVE of the disk free, or when it would take its problem's
+        kept folders past PROBLEM_SHARE of the room left when its first batch came: the
+        worker says so, the round loses only the reuse."""
         self._note(Use(problem=problem, key=key, cases=len(cases), computed=True))
         if self.folder(key) is not None:
             return
         tmp = self.root / f".part-{uuid.uuid4().hex}"
+        claimed = 0
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            disk = shutil.disk_usage(self.root)
-            reserve = int(disk.total * RESERVE)
-            room = disk.free - reserve
-            with self._lock:  # decided once there is room to share (a full disk says so below)
-                admitted = room <= 0 or self._admitted.setdefault(
-                    problem, problem_bytes <= PROBLEM_SHARE * room)
-            if not admitted:
-                raise OSError(errno.ENOSPC, f"its problem's outputs (about {problem_bytes} "
-                              f"bytes) would take more than {PROBLEM_SHARE:.0%} of the room "
-                              "left: kept for smaller problems")
             with os.scandir(ref_dir) as it:
                 files = {Path(e.path): st.st_size for e in it
                          if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode)}
             size = sum(files.values())
+            disk = shutil.disk_usage(self.root)
+            reserve = int(disk.total * RESERVE)
+            room = disk.free - reserve
             if size > room:  # known before a byte is copied, not after tens of GiB
                 raise OSError(errno.ENOSPC, f"{size} bytes to keep, {disk.free} free, "
                               f"{reserve} of them left to the host")
+            with self._lock:  # claimed before the copy: workers keep batches side by side
+                share = self._share.setdefault(problem, int(PROBLEM_SHARE * room))
+                if self._kept.get(problem, 0) + size > share:
+                    raise OSError(errno.ENOSPC, f"{size} bytes to keep, past its problem's "
+                                  f"share of the room ({self._kept.get(problem, 0)} of "
+                                  f"{share} bytes kept): left to the problems after it")
+                self._kept[problem] = self._kept.get(problem, 0) + size
+                claimed = size
             tmp.mkdir(mode=0o700)
             for f in files:
                 tensors.copy_file(f, tmp / f.name)
@@ -123,5 +128,9 @@ class ReferenceCache:
                 {"format": FORMAT, "problem": problem, "cases": cases,
                  "computed_by": self.entry, "created": time.time()}, indent=1))
             os.rename(tmp, self.root / key)
+            claimed = 0
         finally:
+            if claimed:
+                with self._lock:
+                    self._kept[problem] -= claimed
             shutil.rmtree(tmp, ignore_errors=True)

@@ -110,11 +110,6 @@ def _summed(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, in
     return sum(per_call(problem, s) * cases_per_shape.get(s.id, 0) for s in shapes)
 
 
-def file_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
-    """What `shapes`' cases leave as files for the host (shape_file_bytes over them)."""
-    return _summed(problem, shapes, cases_per_shape, shape_file_bytes)
-
-
 def counted_bytes(problem: Problem, shapes: list[Shape], cases_per_shape: dict[str, int]) -> int:
     """What a batch's cases read and write, by the problem's count (0 unless every shape has
     one)."""
