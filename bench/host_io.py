@@ -4,7 +4,7 @@ between containers (grader/harness/tensors.py) and the comparison of an entry's 
 the reference's (grader/judge/outputs.py).
 
     python bench/host_io.py [--size-mib 1024] [--device cpu|cuda] [--rev 3bb048c] [--dir /dev/shm]
-        [--files-from OLD_TENSORS_PY] [--compare-from OLD_OUTPUTS_PY]
+        [--files-from OLD_TENSORS_PY] [--compare-from OLD_OUTPUTS_PY] [--processes N ...]
 
 Each measurement runs in a fresh process, so that its peak resident memory is its own:
 - files: SIZE MiB of float32 on DEVICE saved to DIR, then loaded back to DEVICE;
@@ -16,7 +16,8 @@ of their own, their tmpfs pages count there while written: resident, not allocat
 file). `--rev` adds a row per path for the code as it was at that git revision (3bb048c:
 before the chunked files and comparison of 2026-12-01); `--files-from` and `--compare-from`
 add a row for another copy of grader/harness/tensors.py or grader/judge/outputs.py, where
-there is no git (a GPU host).
+there is no git (a GPU host); `--processes N ...` a compare row per N for this checkout's
+comparison spread over N processes (the outputs in shared memory, as the judge loads them).
 Results: docs/benchmarks.md ("Inputs drawn on the GPU being graded").
 """
 
@@ -42,7 +43,12 @@ def _peak_mib() -> float:
 
 
 def _load_source(path: str) -> dict[str, Any]:
+    import importlib
     import importlib.util
+
+    for src in SOURCES.values():  # this checkout's own module: its comparing processes
+        if Path(path) == REPO / src:  # import it by name
+            return vars(importlib.import_module(src[:-3].replace("/", ".")))
 
     spec = importlib.util.spec_from_file_location("bench_subject", path)
     assert spec is not None and spec.loader is not None
@@ -74,7 +80,7 @@ def _files(code: dict[str, Any], size_mib: int, device: str, folder: str) -> dic
             "load_extra_mib": _peak_mib() - base}
 
 
-def _compare(code: dict[str, Any], size_mib: int) -> dict[str, float]:
+def _compare(code: dict[str, Any], size_mib: int, processes: int) -> dict[str, float]:
     import torch
 
     from grader.paths import PROBLEM_BUNDLES
@@ -84,6 +90,12 @@ def _compare(code: dict[str, Any], size_mib: int) -> dict[str, float]:
     n = size_mib << 19  # 2-byte values
     e = torch.empty(n, dtype=torch.bfloat16)
     a = torch.empty_like(e)
+    if processes and "PROCESSES" in code:  # as the judge loads them (tensors.load)
+        sys.modules[code["__name__"]].PROCESSES = processes
+        e.share_memory_()
+        a.share_memory_()
+        code["_PROCESSES"].pool()  # started before the clock, as it is after a grading's first
+        code["compare"]([e[:1 << 23]], [a[:1 << 23]], problem)  # large output
     step = 1 << 20
     for at in range(0, n, step):  # filled piecewise: no whole-size temporaries before the base
         x = torch.randn(min(step, n - at))
@@ -96,11 +108,11 @@ def _compare(code: dict[str, Any], size_mib: int) -> dict[str, float]:
             "extra_mib": _peak_mib() - base, "ok": float(outcome.ok)}
 
 
-def _measure(what: str, source: Path, size_mib: int, device: str, folder: str
-             ) -> dict[str, float]:
+def _measure(what: str, source: Path, size_mib: int, device: str, folder: str,
+             processes: int = 0) -> dict[str, float]:
     res = subprocess.run([sys.executable, __file__, "--child", what, str(source), str(size_mib),
-                          device, folder], capture_output=True, text=True, check=True,
-                         cwd=REPO, env={"PYTHONPATH": os.pathsep.join(
+                          device, folder, str(processes)], capture_output=True, text=True,
+                         check=True, cwd=REPO, env={"PYTHONPATH": os.pathsep.join(
                              [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
                              "PATH": "/usr/bin:/bin"})
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -108,10 +120,10 @@ def _measure(what: str, source: Path, size_mib: int, device: str, folder: str
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        what, source, size, device, folder = sys.argv[2:7]
+        what, source, size, device, folder, processes = sys.argv[2:8]
         code = _load_source(source)
         out = (_files(code, int(size), device, folder) if what == "files"
-               else _compare(code, int(size)))
+               else _compare(code, int(size), int(processes)))
         print(json.dumps(out))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -124,6 +136,9 @@ def main() -> None:
                     help="also the compare row for this copy of grader/judge/outputs.py")
     ap.add_argument("--dir", default="/dev/shm", help="where the file goes (a tmpfs, as in a "
                     "grading)")
+    ap.add_argument("--processes", type=int, nargs="*", default=[],
+                    help="also this checkout's comparison spread over N processes (each N; "
+                    "CPU s is the judge's own then, not its processes')")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         versions: list[tuple[str, dict[str, Path]]] = [
@@ -155,9 +170,12 @@ def main() -> None:
         for name, paths in versions:
             if "compare" not in paths:
                 continue
-            r = _measure("compare", paths["compare"], args.size_mib, args.device, args.dir)
-            print(f"| {name} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | "
-                  f"{r['extra_mib']:.0f} | {bool(r['ok'])} |")
+            for procs in ([0, *args.processes] if name == "this checkout" else [0]):
+                r = _measure("compare", paths["compare"], args.size_mib, args.device, args.dir,
+                             procs)
+                label = f"{name}, {procs} processes" if procs else name
+                print(f"| {label} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | "
+                      f"{r['extra_mib']:.0f} | {bool(r['ok'])} |")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Standard library and torch only: this module runs next to entry code.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import errno
@@ -204,20 +205,22 @@ def _no_constants(name: str) -> Any:
 
 
 def load(path: Path, *, max_bytes: int | None = None, device: str = "cpu",
-         limits: ReadLimits | None = None) -> list[Any]:
+         limits: ReadLimits | None = None, shared_from: int | None = None) -> list[Any]:
     """Read a file written by `save`, refusing anything malformed or past `limits` (or larger
     than `max_bytes`).
 
     Each tensor is read straight into its own buffer (on a device, through one host buffer of
     CHUNK bytes), not through a copy of the whole file; their sizes add up to the body's at
-    most (ReadLimits).
+    most (ReadLimits). On the host, a tensor of `shared_from` elements or more gets a buffer
+    in shared memory (where there is room), which other processes can take without a copy
+    (the judge's comparing processes: judge/outputs.py).
     """
     lim = limits or ReadLimits()
     if max_bytes is not None and (lim.max_bytes is None or max_bytes < lim.max_bytes):
         lim = dataclasses.replace(lim, max_bytes=max_bytes)
     with open(path, "rb", opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW)) as f:
         header, args, base, length = _header(f, path.name, lim)
-        body = _Body(f, path.name, base, length, device)
+        body = _Body(f, path.name, base, length, device, shared_from)
         metas = _plan(path.name, header, args, body.length, lim)
         out: list[Any] = []
         for a in args:
@@ -324,14 +327,20 @@ def _meta(fname: str, name: str, meta: dict[str, Any], length: int, lim: ReadLim
 class _Body:
     """The tensor bytes of an open file: `length` bytes from `base`."""
 
-    def __init__(self, f: Any, fname: str, base: int, length: int, device: str) -> None:
+    def __init__(self, f: Any, fname: str, base: int, length: int, device: str,
+                 shared_from: int | None = None) -> None:
         self.f, self.fname, self.base, self.length, self.device = f, fname, base, length, device
+        self.shared_from = shared_from
 
     def tensor(self, meta: _Meta) -> torch.Tensor:
         """The tensor's bytes, read in chunks by WORKERS threads (_spread): on a device each
         through a host buffer of its own."""
         dtype, shape, start, end = meta.dtype, meta.shape, meta.start, meta.end
         raw = torch.empty(end - start, dtype=torch.uint8, device=self.device)
+        if (self.device == "cpu" and self.shared_from is not None
+                and (end - start) // max(dtype.itemsize, 1) >= self.shared_from):
+            with contextlib.suppress(RuntimeError):  # no room in shared memory: a plain buffer
+                raw.share_memory_()  # not yet written: only its pages are made
         at = self.base + start
         _spread([_Piece(at + s, raw, s, min(CHUNK, raw.numel() - s))
                  for s in range(0, raw.numel(), CHUNK)],

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,16 +34,22 @@ def _fail(detail: str, atol: float = 0.0, rtol: float = 0.0, total: int = 0) -> 
                    comparison=Comparison(atol=atol, rtol=rtol, total=total, mismatched=total))
 
 
-# Elements compared at a time by one thread: float64 temporaries of 256 KiB, within a core's
-# cache, and fewer than torch's grain size (32768), so that each op runs on the calling thread
-# alone. Chunks of 4M elements (32 MiB temporaries, every op spread over all cores) went to
-# memory and back for each of the pass's dozen ops: 107 M elements a second on the H100's
-# 16-core host (2026-12-05: 20.7 GiB of block_scaled_mm's float32 outputs judged in 52.3 s).
+# Elements compared at a time: float64 temporaries of 256 KiB, within a core's cache, and no
+# more than torch's grain size (32768), so that each op runs on its caller's thread alone.
+# Chunks of 4M elements (32 MiB temporaries, every op spread over all cores) went to memory and
+# back for each of the pass's dozen ops: 107 M elements a second on the H100's 16-core host
+# (2026-12-05: 20.7 GiB of block_scaled_mm's float32 outputs judged in 52.3 s).
 CHUNK = 1 << 15
-# Threads comparing one output's spans of chunks side by side (each op lets go of the
-# interpreter while it runs): half the host's cores, 8 at most; the judge runs beside the
-# next batch's timed loops.
-THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
+# Processes comparing one large output's spans of chunks side by side: half the host's cores,
+# 8 at most (the judge runs beside the next batch's timed loops). Threads did not spread it: at
+# this chunk size the interpreter's share of each op held them in turn (on an H100's 16-core
+# host, 2026-12-05, eight threads judged block_scaled_mm's 15.3 G elements at 62 M a second;
+# on the two-core CI host two threads were slower than one).
+PROCESSES = max(1, min(8, (os.cpu_count() or 1) // 2))
+# Elements of one output from which its comparison is spread over PROCESSES processes; below
+# it, handing the spans over costs more than it saves.
+SPREAD_FROM = 1 << 22
+RESTARTS = 3  # comparing processes that fail (_Processes) before the judge stops starting them
 WORST = 3  # elements a mismatch names, furthest outside the tolerance first (issue 34)
 
 
@@ -124,23 +132,25 @@ def _chunk_worst(excess: torch.Tensor, at: int, flat_e: torch.Tensor, flat_a: to
 def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float,
                  output: int = 0) -> _Stats:
     """Both outputs compared in float64 (exact for every floating dtype an output may have),
-    CHUNK elements at a time: THREADS threads each take a span of whole chunks, and their
-    statistics are merged into those of the whole output at once (non-finite values are
-    judged apart: _non_finite). At production shapes an output holds hundreds of millions of
-    elements: whole-output temporaries cost gigabytes, and the CPU's slow kernels (isfinite,
-    counting a mask) are taken only where a cheap reduction says there is something to
-    count."""
+    CHUNK elements at a time; an output of SPREAD_FROM elements or more in PROCESSES spans of
+    whole chunks, side by side (_spread), their statistics merged into those of the whole
+    output (non-finite values are judged apart: _non_finite). At production shapes an output
+    holds billions of elements: whole-output temporaries cost gigabytes, and the CPU's slow
+    kernels (isfinite, counting a mask) are taken only where a cheap reduction says there is
+    something to count."""
     flat_e, flat_a = e.reshape(-1), a.reshape(-1)
-    n = flat_e.numel()
-    chunks = -(-n // CHUNK)
-    threads = max(1, min(THREADS, chunks))
-    per = -(-chunks // threads) * CHUNK
-    spans = [(at, min(n, at + per)) for at in range(0, n, per)]
-    if len(spans) == 1:
-        return _span_stats(flat_e, flat_a, 0, n, atol, rtol, output, tuple(e.shape))
-    with ThreadPoolExecutor(max_workers=len(spans), thread_name_prefix="judge-span") as pool:
-        parts = list(pool.map(lambda span: _span_stats(flat_e, flat_a, span[0], span[1], atol,
-                                                       rtol, output, tuple(e.shape)), spans))
+    n, shape = flat_e.numel(), tuple(e.shape)
+    if n >= SPREAD_FROM and PROCESSES > 1:
+        chunks = -(-n // CHUNK)
+        per = -(-chunks // min(PROCESSES, chunks)) * CHUNK
+        spans = [(at, min(n, at + per)) for at in range(0, n, per)]
+        if len(spans) > 1 and (parts := _spread(flat_e, flat_a, spans, atol, rtol, output,
+                                                shape)) is not None:
+            return _merged(parts)
+    return _span_stats(flat_e, flat_a, 0, n, atol, rtol, output, shape, CHUNK)
+
+
+def _merged(parts: list[_Stats]) -> _Stats:
     st = _Stats()
     for part in parts:
         st.nonfinite += part.nonfinite
@@ -153,38 +163,111 @@ def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float,
     return st
 
 
+def shared_from() -> int | None:
+    """Elements from which an output the judge loads is read into shared memory: those its
+    comparison spreads over processes (None where it stays on the judge's thread)."""
+    return SPREAD_FROM if PROCESSES > 1 else None
+
+
+class _Processes:
+    """The judge's comparing processes: started (spawned, so that nothing of the grader's own
+    threads and locks is copied into them) at the first output large enough to need them, and
+    kept for the process's life. The outputs reach them as shared memory (torch's own
+    handing-over of a tensor's storage: a file descriptor, no copy; outputs the judge loaded
+    into shared memory in the first place, evidence.OutDir.load_tensors, are not even moved),
+    and only their statistics come back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self.failed = 0
+
+    def pool(self) -> ProcessPoolExecutor | None:
+        """The processes, or None once RESTARTS of them have failed (a host whose processes
+        cannot start or keep dying: the comparisons stay on the judge's thread)."""
+        with self._lock:
+            if self._pool is None and self.failed < RESTARTS:
+                self._pool = ProcessPoolExecutor(
+                    min(PROCESSES, os.cpu_count() or 1),
+                    mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
+            return self._pool
+
+    def drop(self, pool: ProcessPoolExecutor) -> None:
+        """After `pool` failed: the next comparison starts a new one."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+                self.failed += 1
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+_PROCESSES = _Processes()
+
+
+def _one_thread() -> None:
+    torch.set_num_threads(1)  # each process is one of PROCESSES: torch's own threads add none
+
+
+def _spread(flat_e: torch.Tensor, flat_a: torch.Tensor, spans: list[tuple[int, int]],
+            atol: float, rtol: float, output: int, shape: tuple[int, ...]
+            ) -> list[_Stats] | None:
+    """Each span's statistics from a comparing process; None where the host cannot give
+    them (no shared memory left, a process that died): the caller compares on its own thread,
+    and the next comparison starts new processes."""
+    if (pool := _PROCESSES.pool()) is None:
+        return None
+    try:
+        for t in (flat_e, flat_a):
+            if not t.is_shared():
+                t.share_memory_()  # its storage moved, in place
+    except RuntimeError:  # no room in shared memory
+        return None
+    try:
+        futures = [pool.submit(_span_stats, flat_e, flat_a, start, stop, atol, rtol, output,
+                               shape, CHUNK) for start, stop in spans]
+        return [f.result() for f in futures]
+    except Exception:  # a process's: it died, or could not map a storage; the pass on the
+        _PROCESSES.drop(pool)  # judge's thread raises what the comparison's own code raises
+        return None
+
+
 def _span_stats(flat_e: torch.Tensor, flat_a: torch.Tensor, start: int, stop: int,
-                atol: float, rtol: float, output: int, shape: tuple[int, ...]) -> _Stats:
-    """One pass over elements [start, stop) of both flat outputs, chunk by chunk, reusing
-    the same buffers."""
+                atol: float, rtol: float, output: int, shape: tuple[int, ...],
+                chunk: int) -> _Stats:
+    """One pass over elements [start, stop) of both flat outputs, `chunk` at a time, reusing
+    the same buffers: a dozen ops a chunk (the cost of the pass), a few more in a chunk that
+    holds non-finite values or mismatches."""
     st = _Stats()
-    size = min(CHUNK, stop - start)
-    e64, a64, diff, bound = (torch.empty(size, dtype=torch.float64) for _ in range(4))
+    size = min(chunk, stop - start)
+    e64, a64, diff, mag, bound = (torch.empty(size, dtype=torch.float64) for _ in range(5))
     mask = torch.empty(size, dtype=torch.bool)
-    for at in range(start, stop, CHUNK):
-        k = min(CHUNK, stop - at)
-        ce, ca, d, b = e64[:k], a64[:k], diff[:k], bound[:k]
+    for at in range(start, stop, chunk):
+        k = min(chunk, stop - at)
+        ce, ca, d, m, b = e64[:k], a64[:k], diff[:k], mag[:k], bound[:k]
         ca.copy_(flat_a[at : at + k])
         ce.copy_(flat_e[at : at + k])
-        # A sum in float64 is finite unless some value is NaN or Inf (or float64 values so
-        # large that they overflow it: then _non_finite finds nothing, only costs time).
-        if not (math.isfinite(float(ca.sum())) and math.isfinite(float(ce.sum()))):
+        # The largest difference is finite unless some value is NaN or Inf (or float64
+        # values so large that their difference overflows: then _non_finite finds nothing,
+        # only costs time).
+        worst_abs = float(torch.sub(ca, ce, out=d).abs_().max())
+        if not math.isfinite(worst_abs):
             _non_finite(st, ce, ca)
+            if not st.nonfinite:  # only the reference's own, matched: zeroed on both sides
+                worst_abs = float(torch.sub(ca, ce, out=d).abs_().max())
         if st.nonfinite:
             continue  # the output fails on that alone; only the count is still wanted
         st.actual_nonzero = st.actual_nonzero or bool(ca.any())
         st.expected_nonzero = st.expected_nonzero or bool(ce.any())
-        torch.sub(ca, ce, out=d).abs_()
-        torch.abs(ce, out=b).mul_(rtol).add_(atol)
-        # d - b > 0 exactly where d > b (a difference of floats is 0 only when they are
-        # equal; non-finite values were zeroed above).
-        if float(torch.sub(d, b, out=ca).nan_to_num_(nan=0.0).max()) > 0:
-            st.mismatched += int(torch.count_nonzero(torch.gt(d, b, out=mask[:k])))
-            st.worst = _keep_worst(st.worst, _chunk_worst(ca, at, flat_e, flat_a, output,
-                                                          shape))
-        st.worst_abs = max(st.worst_abs, float(d.max()))
-        st.worst_rel = max(st.worst_rel,
-                           float(d.div_(torch.abs(ce, out=b).clamp_min_(1e-12)).max()))
+        torch.abs(ce, out=m)
+        torch.mul(m, rtol, out=b).add_(atol)
+        if bool(torch.gt(d, b, out=mask[:k]).any()):
+            st.mismatched += int(torch.count_nonzero(mask[:k]))
+            # d - b > 0 exactly where d > b (a difference of finite floats is 0 only when
+            # they are equal)
+            st.worst = _keep_worst(st.worst, _chunk_worst(torch.sub(d, b, out=ca), at, flat_e,
+                                                          flat_a, output, shape))
+        st.worst_abs = max(st.worst_abs, worst_abs)
+        st.worst_rel = max(st.worst_rel, float(d.div_(m.clamp_min_(1e-12)).max()))
     return st
 
 

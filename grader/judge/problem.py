@@ -17,7 +17,7 @@ from grader.formats.problem import Problem, Shape
 from grader.harness.protocol import EXPECTED, OUTPUTS
 from grader.judge.entry_import import import_failure
 from grader.judge.interpreter import bf16_limit, interpreter_limit, unverified_detail
-from grader.judge.outputs import compare
+from grader.judge.outputs import compare, shared_from
 from grader.judge.timing import judge_timing
 from grader.model.evidence import OutDir, ResultFile, TraceRecord
 from grader.model.findings import Finding, Layer, Severity
@@ -270,10 +270,12 @@ class _Judging:
         ref = self.reference
         if self.topup is not None and case.id not in self.computed:
             ref = self.topup
-        return ref.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8)
+        return ref.out.load_tensors(case.id, EXPECTED, self.max_output_bytes * 8,
+                                    shared_from())
 
     def actual(self, case: Case) -> list[Any] | str:
-        return self.entry.out.load_tensors(case.id, OUTPUTS, self.max_output_bytes)
+        return self.entry.out.load_tensors(case.id, OUTPUTS, self.max_output_bytes,
+                                           shared_from())
 
 
 @dataclass

@@ -156,13 +156,16 @@ class OutDir:
     tensor_files: dict[tuple[str, str], Path] = field(default_factory=dict)  # (case, kind) -> path
     anomalies: list[Anomaly] = field(default_factory=list)
 
-    def load_tensors(self, case: str, kind: str, max_bytes: int) -> list[Any] | str:
-        """The values of a case file, or a string saying why they cannot be read."""
+    def load_tensors(self, case: str, kind: str, max_bytes: int,
+                     shared_from: int | None = None) -> list[Any] | str:
+        """The values of a case file, or a string saying why they cannot be read (tensors of
+        `shared_from` elements or more in shared memory: tensors.load)."""
         path = self.tensor_files.get((case, kind))
         if path is None:
             return f"no {kind} file for case {case}"
         try:
-            return tensors.load(path, limits=tensors.ReadLimits(max_bytes=max_bytes))
+            return tensors.load(path, limits=tensors.ReadLimits(max_bytes=max_bytes),
+                                shared_from=shared_from)
         except (tensors.TensorFileError, OSError, RuntimeError, TypeError, ValueError,
                 RecursionError) as exc:
             return f"unreadable {kind} file for case {case}: {exc}"

@@ -1,15 +1,19 @@
 """grader.judge.outputs: the trusted comparison of outputs, and its chunked pass over large ones.
 
 Every statistic must be the same whatever the chunk size (the pass works on CHUNK elements at a
-time) and however many threads share the chunks (THREADS spans), and each failure must be found
-wherever in the output it sits.
+time) and however many processes share the chunks (PROCESSES spans, from SPREAD_FROM elements),
+and each failure must be found wherever in the output it sits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 import torch
 
+from grader.harness import tensors
 from grader.judge import outputs as cmp
 from grader.paths import PROBLEM_BUNDLES
 from grader.suite.load import load_suite
@@ -25,6 +29,13 @@ def _pair(n: int = 10_000, noise: float = 0.01) -> tuple[torch.Tensor, torch.Ten
     return e, (e.float() + jitter).to(torch.bfloat16)
 
 
+def _spread_over(monkeypatch: pytest.MonkeyPatch, processes: int) -> None:
+    """Outputs of any size compared in `processes` spans, by real processes where more than
+    one (the pool is started once per test process)."""
+    monkeypatch.setattr(cmp, "PROCESSES", processes)
+    monkeypatch.setattr(cmp, "SPREAD_FROM", 0)
+
+
 def _by_hand(e: torch.Tensor, a: torch.Tensor) -> tuple[int, float, float]:
     """Mismatches, max abs and max rel error, computed the obvious way, whole, in float64."""
     e64, a64 = e.double(), a.double()
@@ -33,14 +44,14 @@ def _by_hand(e: torch.Tensor, a: torch.Tensor) -> tuple[int, float, float]:
     return bad, float(diff.max()), float((diff / e64.abs().clamp_min(1e-12)).max())
 
 
-@pytest.mark.parametrize("threads", [1, 3, 8])
+@pytest.mark.parametrize("processes", [1, 3, 8])
 @pytest.mark.parametrize("chunk", [1, 7, 1000, 4096, 1 << 22])
-def test_statistics_do_not_depend_on_the_chunk(chunk: int, threads: int,
+def test_statistics_do_not_depend_on_the_chunk(chunk: int, processes: int,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     e, a = _pair()
     a[::97] += 1.0  # some elements far outside the tolerance
     monkeypatch.setattr(cmp, "CHUNK", chunk)
-    monkeypatch.setattr(cmp, "THREADS", threads)
+    _spread_over(monkeypatch, processes)
     out = cmp.compare([e.reshape(100, 100)], [a.reshape(100, 100)], SOFTMAX)
     bad, worst_abs, worst_rel = _by_hand(e, a)
     assert bad > 0 and not out.ok
@@ -57,24 +68,24 @@ def test_within_tolerance_passes_with_its_errors(monkeypatch: pytest.MonkeyPatch
     assert (out.comparison.max_abs_err, out.comparison.max_rel_err) == _by_hand(e, a)[1:]
 
 
-@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("processes", [1, 4])
 @pytest.mark.parametrize("where", [0, 4999, 9999])
-def test_non_finite_values_are_counted_in_any_chunk(where: int, threads: int,
+def test_non_finite_values_are_counted_in_any_chunk(where: int, processes: int,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     e, a = _pair()
     a[where] = float("nan")
     a[(where + 5000) % 10_000] = float("inf")
     monkeypatch.setattr(cmp, "CHUNK", 1000)
-    monkeypatch.setattr(cmp, "THREADS", threads)
+    _spread_over(monkeypatch, processes)
     out = cmp.compare([e], [a], SOFTMAX)
     assert not out.ok and out.detail == "output 0: 2 NaN or Inf values"
 
 
-@pytest.mark.parametrize("threads", [1, 4])
-def test_all_zeros_fail_unless_the_reference_is_zero_too(threads: int,
+@pytest.mark.parametrize("processes", [1, 4])
+def test_all_zeros_fail_unless_the_reference_is_zero_too(processes: int,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cmp, "CHUNK", 1000)
-    monkeypatch.setattr(cmp, "THREADS", threads)
+    _spread_over(monkeypatch, processes)
     e = torch.zeros(10_000, dtype=torch.bfloat16)
     e[9_999] = 1.0  # the reference's only nonzero value, in the last chunk
     out = cmp.compare([e], [torch.zeros_like(e)], SOFTMAX)
@@ -138,15 +149,15 @@ def test_rocm_fp8_outputs_compare_with_the_fp8_tolerance() -> None:
     assert not out.ok and out.comparison.rtol == quant.tolerance_for("float8_e4m3fn").rtol
 
 
-@pytest.mark.parametrize("threads", [1, 5])
+@pytest.mark.parametrize("processes", [1, 5])
 @pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 22])
-def test_a_mismatch_names_its_worst_elements(chunk: int, threads: int,
+def test_a_mismatch_names_its_worst_elements(chunk: int, processes: int,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 34: a mismatch said how many elements were off but not which, nor by how much;
     like torch.testing.assert_close it names the worst ones' indices, got and expected, the
     furthest outside the tolerance first, wherever the chunks and spans fall."""
     monkeypatch.setattr(cmp, "CHUNK", chunk)
-    monkeypatch.setattr(cmp, "THREADS", threads)
+    _spread_over(monkeypatch, processes)
     e = torch.linspace(-1, 1, 6000).to(torch.bfloat16).reshape(20, 300)
     a = e.clone()
     a[19, 299] = 4.0  # the worst, in the last chunk
@@ -169,7 +180,7 @@ def test_equal_excesses_name_the_first_elements_whatever_span_finishes_first(
     """Spans finish in any order; of elements equally far outside the tolerance, the first
     ones by position are named, every time."""
     monkeypatch.setattr(cmp, "CHUNK", 100)
-    monkeypatch.setattr(cmp, "THREADS", 8)
+    _spread_over(monkeypatch, 8)
     e = torch.zeros(4000, dtype=torch.bfloat16)
     a = e.clone()
     a[[3900, 2500, 1200, 10]] = 1.0  # four equal excesses, in four spans
@@ -185,3 +196,69 @@ def test_index_of_an_element() -> None:
     assert cmp._unravel(7, (3, 4)) == (1, 3)
     assert cmp._unravel(23, (2, 3, 4)) == (1, 2, 3)
     assert cmp._unravel(5, (6,)) == (5,)
+
+
+@pytest.fixture
+def processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[cmp._Processes]:
+    """Comparing processes of the test's own, stopped after it."""
+    procs = cmp._Processes()
+    monkeypatch.setattr(cmp, "_PROCESSES", procs)
+    yield procs
+    if (pool := procs._pool) is not None:
+        pool.shutdown()
+
+
+def test_a_large_output_is_compared_by_processes_with_the_same_statistics(
+        monkeypatch: pytest.MonkeyPatch, processes: cmp._Processes) -> None:
+    """From SPREAD_FROM elements the spans go to comparing processes (the outputs shared with
+    them, not copied), and what comes back merges into the statistics of one pass."""
+    monkeypatch.setattr(cmp, "CHUNK", 1000)
+    e, a = _pair(50_000)
+    a[::97] += 1.0
+    spans = [(0, 20_000), (20_000, 40_000), (40_000, 50_000)]
+    parts = cmp._spread(e, a, spans, TOL.atol, TOL.rtol, 0, (50_000,))
+    assert parts is not None and e.is_shared() and a.is_shared()
+    whole = cmp._span_stats(e, a, 0, 50_000, TOL.atol, TOL.rtol, 0, (50_000,), 1000)
+    assert cmp._merged(parts) == whole and whole.mismatched == _by_hand(e, a)[0]
+
+
+def test_comparing_processes_that_die_cost_only_their_speed(
+        monkeypatch: pytest.MonkeyPatch, processes: cmp._Processes) -> None:
+    """A comparing process that dies (killed, out of memory) fails no comparison: that one
+    runs on the judge's thread, the next starts new processes, and after RESTARTS failures
+    the judge stops starting them."""
+    procs = processes
+    monkeypatch.setattr(cmp, "CHUNK", 1000)
+    _spread_over(monkeypatch, 2)
+    e, a = _pair(20_000)
+    a[::97] += 1.0
+    bad = _by_hand(e, a)[0]
+    assert cmp.compare([e], [a], SOFTMAX).comparison.mismatched == bad
+    pool = procs.pool()
+    assert pool is not None
+    for p in list(pool._processes.values()):  # the pool's own record of its processes
+        p.kill()
+        p.join()
+    assert cmp.compare([e], [a], SOFTMAX).comparison.mismatched == bad
+    assert procs.failed == 1 and procs.pool() is not pool
+    assert cmp._spread(e, a, [(0, 10_000), (10_000, 20_000)], TOL.atol, TOL.rtol, 0,
+                       (20_000,)) is not None
+    procs.failed = cmp.RESTARTS
+    procs.drop(procs.pool())  # type: ignore[arg-type]
+    assert procs.pool() is None
+    assert cmp._spread(e, a, [(0, 10_000), (10_000, 20_000)], TOL.atol, TOL.rtol, 0,
+                       (20_000,)) is None
+    assert cmp.compare([e], [a], SOFTMAX).comparison.mismatched == bad
+
+
+def test_the_judge_loads_large_outputs_into_shared_memory(tmp_path: Path) -> None:
+    """tensors.load puts a tensor of `shared_from` elements or more in shared memory (what
+    the comparing processes take without a copy), smaller ones in plain memory, the same
+    values either way."""
+    big, small = torch.arange(5000, dtype=torch.float32), torch.ones(10, dtype=torch.bfloat16)
+    path = tmp_path / "c.out"
+    tensors.save(path, [big, small, 3])
+    got = tensors.load(path, shared_from=1000)
+    assert got[0].is_shared() and not got[1].is_shared() and got[2] == 3
+    assert torch.equal(got[0], big) and torch.equal(got[1], small)
+    assert not any(t.is_shared() for t in tensors.load(path)[:2])
