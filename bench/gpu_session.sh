@@ -88,6 +88,7 @@ trap 'tar -czf "$FINAL/session.tgz" -C "$OUT" .' EXIT
 PY=$(python3 -c 'import sys; print(sys.executable)')
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c 'import sys, torch, triton; print(sys.executable, torch.__version__, triton.__version__)'
+  df -h /dev/shm  # the judge's comparing processes take large outputs from shared memory
 } 2>&1 | tee "$OUT/env.txt"
 python3 -m grader doctor 2>&1 | tee "$OUT/doctor.txt"
 grade() {  # grade SUBMISSION_DIR NAME [grader run options...]
