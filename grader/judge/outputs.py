@@ -41,7 +41,9 @@ def _fail(detail: str, atol: float = 0.0, rtol: float = 0.0, total: int = 0) -> 
 # (2026-12-05: 20.7 GiB of block_scaled_mm's float32 outputs judged in 52.3 s).
 CHUNK = 1 << 15
 # Processes comparing one large output's spans of chunks side by side: half the host's cores,
-# 8 at most (the judge runs beside the next batch's timed loops). Threads did not spread it: at
+# 8 at most (the judge runs beside the next batch's timed loops); the workers of one grading
+# (one a GPU, each judging on a thread of its own) share a pool of half the cores, so that
+# on an eight-GPU host eight outputs are compared at once. Threads did not spread it: at
 # this chunk size the interpreter's share of each op held them in turn (on an H100's 16-core
 # host, 2026-12-05, eight threads judged block_scaled_mm's 15.3 G elements at 62 M a second;
 # on the two-core CI host two threads were slower than one).
@@ -187,8 +189,8 @@ class _Processes:
         cannot start or keep dying: the comparisons stay on the judge's thread)."""
         with self._lock:
             if self._pool is None and self.failed < RESTARTS:
-                self._pool = ProcessPoolExecutor(
-                    min(PROCESSES, os.cpu_count() or 1),
+                self._pool = ProcessPoolExecutor(  # its processes start as they are needed
+                    max(1, (os.cpu_count() or 1) // 2),
                     mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
             return self._pool
 
