@@ -48,7 +48,8 @@ RESERVE = 0.1
 # ones (Atrex-Bench's block_scaled_mm, second of 30, would fill it alone), and every batch not
 # kept costs each later entry a reference run. Counted by the folders' own sizes: a count
 # planned from a problem's traffic (where its outputs cannot be counted apart: Atrex-Bench's
-# unified_attention, 32 GiB a seed, whose outputs are a few MiB) would turn small ones away.
+# fp8_blockscale_fused_moe, 20.7 GiB a seed, whose outputs are 0.2 GiB) would turn small ones
+# away.
 PROBLEM_SHARE = 0.5
 
 
