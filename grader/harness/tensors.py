@@ -338,7 +338,7 @@ class _Body:
         dtype, shape, start, end = meta.dtype, meta.shape, meta.start, meta.end
         raw = torch.empty(end - start, dtype=torch.uint8, device=self.device)
         if (self.device == "cpu" and self.shared_from is not None
-                and (end - start) // max(dtype.itemsize, 1) >= self.shared_from):
+                and (end - start) // dtype.itemsize >= self.shared_from):
             with contextlib.suppress(RuntimeError):  # no room in shared memory: a plain buffer
                 raw.share_memory_()  # not yet written: only its pages are made
         at = self.base + start

@@ -116,11 +116,12 @@ class ReferenceCache:
                               f"{reserve} of them left to the host")
             with self._lock:  # claimed before the copy: workers keep batches side by side
                 share = self._share.setdefault(problem, int(PROBLEM_SHARE * room))
-                if self._kept.get(problem, 0) + size > share:
+                kept = self._kept.get(problem, 0)
+                if kept + size > share:
                     raise OSError(errno.ENOSPC, f"{size} bytes to keep, past its problem's "
-                                  f"share of the room ({self._kept.get(problem, 0)} of "
-                                  f"{share} bytes kept): left to the problems after it")
-                self._kept[problem] = self._kept.get(problem, 0) + size
+                                  f"share of the room ({kept} of {share} bytes kept): left "
+                                  "to the problems after it")
+                self._kept[problem] = kept + size
                 claimed = size
             tmp.mkdir(mode=0o700)
             for f in files:
