@@ -48,6 +48,7 @@ CHUNK = 1 << 15
 # host, 2026-12-05, eight threads judged block_scaled_mm's 15.3 G elements at 62 M a second;
 # on the two-core CI host two threads were slower than one).
 PROCESSES = max(1, min(8, (os.cpu_count() or 1) // 2))
+POOL = max(1, (os.cpu_count() or 1) // 2)  # the comparing processes at most, all outputs together
 # Elements of one output from which its comparison is spread over PROCESSES processes; below
 # it, handing the spans over costs more than it saves.
 SPREAD_FROM = 1 << 22
@@ -142,7 +143,7 @@ def _float_stats(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float,
     something to count."""
     flat_e, flat_a = e.reshape(-1), a.reshape(-1)
     n, shape = flat_e.numel(), tuple(e.shape)
-    if n >= SPREAD_FROM and PROCESSES > 1:
+    if (least := shared_from()) is not None and n >= least:  # the loader's rule, the same
         chunks = -(-n // CHUNK)
         per = -(-chunks // min(PROCESSES, chunks)) * CHUNK
         spans = [(at, min(n, at + per)) for at in range(0, n, per)]
@@ -190,7 +191,7 @@ class _Processes:
         with self._lock:
             if self._pool is None and self.failed < RESTARTS:
                 self._pool = ProcessPoolExecutor(  # its processes start as they are needed
-                    max(1, (os.cpu_count() or 1) // 2),
+                    POOL,
                     mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
             return self._pool
 
