@@ -10,6 +10,7 @@ trust a reference.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -76,6 +77,20 @@ class _Counter:
         self.init_params, self.ref = init_params, ref
         self._runs: dict[tuple[str, str], _Counted | Exception] = {}
 
+    def output_bytes(self, s: ShapeDraft, device: str) -> int | None:
+        """What one call of `s` returns: counted on `device`, else (on meta) with every value
+        the reference reads zero (derive.output_bytes_on_meta); None where neither counts it
+        (the count is a hint for batching: without it, the shape's traffic stands)."""
+        from grader.scoring.derive import output_bytes_on_meta
+
+        with contextlib.suppress(Exception):  # the source's code
+            return self.run(s, device).output_bytes
+        if device == "meta":
+            init = {k: s.params[k] for k in self.init_params if k in s.params}
+            with contextlib.suppress(Exception):
+                return output_bytes_on_meta(self.ref, dict(s.params), init)
+        return None
+
     def run(self, s: ShapeDraft, device: str) -> _Counted:
         """The count of `s` on `device`; raises what the source's reference raised."""
         key = (s.id, device)
@@ -99,7 +114,7 @@ def _derive(draft: ProblemDraft, counter: _Counter, device: str) -> ProblemDraft
     """Fill in the shapes' missing FLOPs and bytes by running the reference once each (a smoke
     shape, small, on the CPU where `device` cannot run it), and each shape's output bytes
     where a run counts them (none is run on the CPU for them alone: a production shape may
-    not fit the host)."""
+    not fit the host; on meta, a reference that reads values reads zeros)."""
     shapes = []
     for s in draft.shapes:
         if s.needs_work(draft):
@@ -123,10 +138,7 @@ def _derive(draft: ProblemDraft, counter: _Counter, device: str) -> ProblemDraft
                         bytes=s.bytes if s.bytes is not None or draft.bytes_expr else got.bytes,
                         output_bytes=got.output_bytes)
         elif s.output_bytes is None:
-            try:
-                s = replace(s, output_bytes=counter.run(s, device).output_bytes)
-            except Exception:  # the count is a hint for batching; without it, `bytes` stands
-                pass
+            s = replace(s, output_bytes=counter.output_bytes(s, device))
         shapes.append(s)
     return replace(draft, shapes=shapes)
 

@@ -71,6 +71,15 @@ PER_ELEMENT: dict[str, int] = {
 
 DEFAULT_RTOL = 0.01  # check(): relative agreement asked of the expressions
 
+# output_bytes_on_meta: a reference that reads values (`.tolist()` of lengths or indices,
+# `.item()`) cannot run on meta, and its outputs are still counted there, with every value it
+# reads zero, within bounds that keep the count cheap and the host untouched: a read out of
+# meta of at most ZERO_READ_ELEMENTS elements, and at most ZERO_RUN_OPS ops in one run (a
+# per-token loop of Atrex-Bench's gated_delta_rule_update dispatches 320 000 at its larger
+# shapes, half a minute through a Python mode, against chunk_gated_delta_rule_state's 1 514).
+ZERO_READ_ELEMENTS = 1 << 20
+ZERO_RUN_OPS = 5_000
+
 
 class OpCount(Frozen):
     calls: int = Field(ge=1)
@@ -182,6 +191,61 @@ def load_reference(problem_dir: Path, interface: str = "function") -> ModuleType
         if not callable(getattr(module, name, None)):
             raise ProblemError(f"{path}: defines no {name}" + ("()" if name[0].islower() else ""))
     return module
+
+
+class _ZeroValues(TorchDispatchMode):
+    """Values read out of `meta` are zeros: `.item()` a zero of its dtype, a copy to another
+    device (`.tolist()`, `.cpu()`) zeros of its shape, up to ZERO_READ_ELEMENTS; and a run
+    stops after ZERO_RUN_OPS ops. ProblemError past either bound."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        self.ops += 1
+        if self.ops > ZERO_RUN_OPS:
+            raise ProblemError(f"more than {ZERO_RUN_OPS} ops: not counted on meta")
+        aten = torch.ops.aten
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if first is not None and first.device.type == "meta":
+            if func is aten._local_scalar_dense.default:
+                return (False if first.dtype == torch.bool
+                        else 0.0 if first.dtype.is_floating_point else 0)
+            to = kwargs.get("device")
+            if func is aten._to_copy.default and to is not None and torch.device(to).type != "meta":
+                _readable(first)
+                return torch.zeros(first.shape, dtype=kwargs.get("dtype") or first.dtype,
+                                   device=to)
+        src = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+        if (func is aten.copy_.default and first is not None and src is not None
+                and src.device.type == "meta" and first.device.type != "meta"):
+            _readable(src)
+            return first.zero_()
+        return func(*args, **kwargs)
+
+
+def _readable(t: torch.Tensor) -> None:
+    if t.numel() > ZERO_READ_ELEMENTS:
+        raise ProblemError(f"a read of {t.numel()} elements out of meta: not counted there")
+
+
+def output_bytes_on_meta(ref: ModuleType, params: dict[str, Any], init: dict[str, Any] | None,
+                         *, seed: int = 0) -> int:
+    """The bytes one run of the reference returns, counted on meta where it reads values that
+    meta does not have: each read gives zeros (_ZeroValues). Only a hint (for batching by
+    outputs, run/plan.py), never a roofline number: zero lengths or indices leave most of
+    the work undone, and the outputs of most references depend on the shape's parameters
+    alone (Atrex-Bench's chunk_gated_delta_rule_state, unified_attention). Raises what the
+    reference raises, and ProblemError past _ZeroValues' bounds."""
+    inputs = ref.make_inputs(seed, "meta", **params)
+    inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
+    call = ref.reference if init is None else build_module(ref.Model, init, seed, "meta")
+    with torch.no_grad(), _ZeroValues():
+        outputs = call(*inputs)
+    return unique_bytes(_tensors(outputs))
 
 
 def count(ref: ModuleType, params: dict[str, Any], init: dict[str, Any] | None, *,

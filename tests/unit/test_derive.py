@@ -7,15 +7,24 @@ under 0.3% for every demo shape, inside check()'s 1% tolerance.
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 import tomllib
+import types
 from pathlib import Path
 
 import pytest
 import torch
 
 from grader.errors import ProblemError
-from grader.scoring.derive import DEFAULT_RTOL, check, derive, unique_bytes
+from grader.scoring import derive as derive_mod
+from grader.scoring.derive import (
+    DEFAULT_RTOL,
+    check,
+    derive,
+    output_bytes_on_meta,
+    unique_bytes,
+)
 
 DEMO = Path(__file__).resolve().parents[2] / "problem_bundles" / "demo"
 
@@ -143,3 +152,67 @@ def test_unique_bytes_counts_each_storage_once() -> None:
     assert unique_bytes([x.view(10, 10).t()]) == 400  # a transposed view covers the same bytes
     assert unique_bytes([torch.zeros(0)]) == 0
     assert unique_bytes([x.expand(1, 100), torch.zeros(1).expand(50)]) == 404  # stride 0
+
+
+# -- outputs counted on meta where the reference reads values ---------------------------------
+def _module(tmp_path: Path, name: str, source: str) -> types.ModuleType:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# A state update by index, as Atrex-Bench's chunk_gated_delta_rule_state: the indices read as
+# a list (meta has no values), outputs sized by the parameters alone.
+GATHER = """
+    import torch
+
+    def make_inputs(seed, device, *, rows, width, chunks):
+        state = torch.randn(rows, width, device=device)
+        idx = torch.arange(rows, device=device)
+        return state, idx
+
+    class Model(torch.nn.Module):
+        def __init__(self, chunks):
+            super().__init__()
+            self.chunks = chunks
+
+        def forward(self, state, idx):
+            picked = state.index_select(0, torch.tensor(idx.tolist(), device=state.device))
+            first = int(idx[0].item())
+            per_chunk = torch.empty(self.chunks, *picked.shape, dtype=torch.bfloat16,
+                                    device=state.device)
+            for c in range(self.chunks):
+                per_chunk[c] = (picked * (c + first)).to(torch.bfloat16)
+            return {"per_chunk": per_chunk, "final": picked.clone()}
+"""
+
+
+def test_outputs_of_a_value_reading_reference_are_counted_on_meta(tmp_path: Path) -> None:
+    ref = _module(tmp_path, "gather_ref", GATHER)
+    params = {"rows": 64, "width": 1000, "chunks": 6}
+    with pytest.raises(NotImplementedError, match="meta"):  # meta alone has no values
+        derive_mod.count(ref, params, {"chunks": 6}, device="meta")
+    got = output_bytes_on_meta(ref, params, {"chunks": 6})
+    want = 6 * 64 * 1000 * 2 + 64 * 1000 * 4  # bf16 per chunk, the float32 final state
+    assert got == want
+    # the same count as a real run on the CPU, which has the values
+    assert derive_mod.count(ref, params, {"chunks": 6}, device="cpu")[2] == want
+
+
+def test_the_zero_value_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = _module(tmp_path, "gather_bounded", GATHER)
+    # a long loop: stopped after ZERO_RUN_OPS ops, never run to its end
+    monkeypatch.setattr(derive_mod, "ZERO_RUN_OPS", 50)
+    with pytest.raises(ProblemError, match="more than 50 ops"):
+        output_bytes_on_meta(ref, {"rows": 8, "width": 4, "chunks": 100}, {"chunks": 100})
+    monkeypatch.setattr(derive_mod, "ZERO_RUN_OPS", 5_000)
+    # a read of more values out of meta than ZERO_READ_ELEMENTS: no zeros made for it
+    monkeypatch.setattr(derive_mod, "ZERO_READ_ELEMENTS", 32)
+    with pytest.raises(ProblemError, match="a read of 64 elements out of meta"):
+        output_bytes_on_meta(ref, {"rows": 64, "width": 4, "chunks": 1}, {"chunks": 1})
+    assert output_bytes_on_meta(ref, {"rows": 32, "width": 4, "chunks": 1}, {"chunks": 1}) == (
+        32 * 4 * 2 + 32 * 4 * 4)

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -115,6 +116,44 @@ def test_every_shape_counts_what_it_returns(atrex_suite: Suite, kb_suite: Suite)
     # not a roofline number: the shapes' traffic is still the count of what a call moves
     assert all(s.bytes is None or s.bytes > (s.output_bytes or 0)
                for sp in atrex_suite.problems.values() for s in sp.problem.shapes)
+
+
+def test_outputs_counted_where_the_reference_reads_values(tmp_path: Path) -> None:
+    """A reference that reads values (`.tolist()` of state indices, as Atrex-Bench's
+    chunk_gated_delta_rule_state) cannot run on meta; its outputs are counted there all the
+    same, with the values read as zeros (derive.output_bytes_on_meta): 2 x 64 x 100 bf16
+    chunks and the float32 state, where its upstream `bytes` would have stood for them."""
+    src = _atrex_copy(tmp_path)
+    op = src / "state_update"
+    op.mkdir()
+    _write(op / "input.py", "import torch\n\n\ndef _make_inputs(rows, width):\n"
+           "    return [torch.randn(rows, width), torch.arange(rows)]\n")
+    _write(op / "reference.py", textwrap.dedent("""\
+        import torch
+
+
+        class Model(torch.nn.Module):
+            def __init__(self, chunks):
+                super().__init__()
+                self.chunks = chunks
+
+            def forward(self, state, idx):
+                rows = torch.tensor(idx.tolist(), device=state.device)
+                picked = state.index_select(0, rows)
+                out = torch.empty(self.chunks, *picked.shape, dtype=torch.bfloat16,
+                                  device=state.device)
+                for c in range(self.chunks):
+                    out[c] = (picked * c).to(torch.bfloat16)
+                return {"chunks": out, "state": picked.clone()}
+        """))
+    _write(op / "shapes.json", json.dumps([
+        {"name": "big", "init_kwargs": {"chunks": 2},
+         "input_kwargs": {"rows": 64, "width": 100}}]))
+    _write(op / "metadata.json", json.dumps({"flops": 1.0, "bytes": 8.0}))
+    p = imported("atrex", src, tmp_path / "out").problems["state_update"].problem
+    big = next(s for s in p.shapes if s.id == "big")
+    assert (p.flops, p.bytes, big.bytes) == ("1.0", "8.0", None)  # upstream's, as given
+    assert big.output_bytes == 2 * 64 * 100 * 2 + 64 * 100 * 4
 
 
 # -- KernelBench: the mapping ----------------------------------------------------------------
