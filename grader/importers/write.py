@@ -20,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 from grader.errors import ProblemError, UsageError
+from grader.formats.expr import evaluate
 from grader.formats.problem import Problem, SuiteInfo, Weights
 from grader.formats.writer import problem_toml, suite_toml, weights_toml
 from grader.importers.common import ProblemDraft, ShapeDraft, SuiteDraft, reason
@@ -74,22 +75,32 @@ class _Counter:
     upstream check, the derivation and the output sizes share it."""
 
     def __init__(self, init_params: list[str], ref: ModuleType) -> None:
+        from grader.scoring.derive import OpBudget
+
         self.init_params, self.ref = init_params, ref
+        self._zero_ops = OpBudget()  # the problem's, for counts on meta with zero values
         self._runs: dict[tuple[str, str], _Counted | Exception] = {}
 
-    def output_bytes(self, s: ShapeDraft, device: str) -> int | None:
+    def output_bytes(self, s: ShapeDraft, device: str, traffic: float | None) -> int | None:
         """What one call of `s` returns: counted on `device`, else (on meta) with every value
-        the reference reads zero (derive.output_bytes_on_meta); None where neither counts it
-        (the count is a hint for batching: without it, the shape's traffic stands)."""
+        the reference reads zero (derive.output_bytes_on_meta), kept only where it is more
+        than the shape's `traffic` count: a guess from zeros may only split batches, never
+        merge them (Atrex-Bench's fp8_blockscale_fused_moe, counted so at 0.1 GiB against
+        20.7 of traffic, would go from five batches to one, and a reference that fails past
+        a host's limits costs its whole batch). None where nothing counts it: the count is
+        a hint for batching, and without it the shape's traffic stands."""
         from grader.scoring.derive import output_bytes_on_meta
 
         with contextlib.suppress(Exception):  # the source's code
             return self.run(s, device).output_bytes
-        if device == "meta":
-            init = {k: s.params[k] for k in self.init_params if k in s.params}
-            with contextlib.suppress(Exception):
-                return output_bytes_on_meta(self.ref, dict(s.params), init)
-        return None
+        if device != "meta":
+            return None
+        init = {k: s.params[k] for k in self.init_params if k in s.params}
+        try:
+            got = output_bytes_on_meta(self.ref, dict(s.params), init, budget=self._zero_ops)
+        except Exception:  # the source's code, or past the count's bounds
+            return None
+        return got if traffic is None or got > traffic else None
 
     def run(self, s: ShapeDraft, device: str) -> _Counted:
         """The count of `s` on `device`; raises what the source's reference raised."""
@@ -138,9 +149,20 @@ def _derive(draft: ProblemDraft, counter: _Counter, device: str) -> ProblemDraft
                         bytes=s.bytes if s.bytes is not None or draft.bytes_expr else got.bytes,
                         output_bytes=got.output_bytes)
         elif s.output_bytes is None:
-            s = replace(s, output_bytes=counter.output_bytes(s, device))
+            s = replace(s, output_bytes=counter.output_bytes(s, device, _traffic(draft, s)))
         shapes.append(s)
     return replace(draft, shapes=shapes)
+
+
+def _traffic(draft: ProblemDraft, s: ShapeDraft) -> float | None:
+    """The bytes one call of `s` moves by the source's count (the shape's, else the problem's
+    expression); None where it has none."""
+    if s.bytes is not None or draft.bytes_expr is None:
+        return s.bytes
+    try:
+        return evaluate(draft.bytes_expr, s.params)
+    except (ProblemError, ValueError, OverflowError):
+        return None
 
 
 def _beside_upstream(draft: ProblemDraft, counter: _Counter, device: str) -> list[str]:

@@ -7,6 +7,7 @@ under 0.3% for every demo shape, inside check()'s 1% tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import textwrap
 import tomllib
@@ -205,11 +206,20 @@ def test_outputs_of_a_value_reading_reference_are_counted_on_meta(tmp_path: Path
 
 def test_the_zero_value_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ref = _module(tmp_path, "gather_bounded", GATHER)
-    # a long loop: stopped after ZERO_RUN_OPS ops, never run to its end
-    monkeypatch.setattr(derive_mod, "ZERO_RUN_OPS", 50)
-    with pytest.raises(ProblemError, match="more than 50 ops"):
-        output_bytes_on_meta(ref, {"rows": 8, "width": 4, "chunks": 100}, {"chunks": 100})
-    monkeypatch.setattr(derive_mod, "ZERO_RUN_OPS", 5_000)
+    # a long loop: stopped once its budget of ops is spent, never run to its end; a budget
+    # shared by several runs (a problem's shapes) is spent by all of them
+    with pytest.raises(ProblemError, match="ops allowed for counting on meta are spent"):
+        output_bytes_on_meta(ref, {"rows": 8, "width": 4, "chunks": 100}, {"chunks": 100},
+                             budget=derive_mod.OpBudget(50))
+    shared = derive_mod.OpBudget(60)
+    small = {"rows": 8, "width": 4, "chunks": 2}
+    assert output_bytes_on_meta(ref, small, {"chunks": 2}, budget=shared) == 8 * 4 * (2 * 2 + 4)
+    assert 0 < shared.left < 60
+    while shared.left > 0:
+        with contextlib.suppress(ProblemError):
+            output_bytes_on_meta(ref, small, {"chunks": 2}, budget=shared)
+    with pytest.raises(ProblemError, match="spent"):
+        output_bytes_on_meta(ref, small, {"chunks": 2}, budget=shared)
     # a read of more values out of meta than ZERO_READ_ELEMENTS: no zeros made for it
     monkeypatch.setattr(derive_mod, "ZERO_READ_ELEMENTS", 32)
     with pytest.raises(ProblemError, match="a read of 64 elements out of meta"):

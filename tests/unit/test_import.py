@@ -122,7 +122,7 @@ def test_outputs_counted_where_the_reference_reads_values(tmp_path: Path) -> Non
     """A reference that reads values (`.tolist()` of state indices, as Atrex-Bench's
     chunk_gated_delta_rule_state) cannot run on meta; its outputs are counted there all the
     same, with the values read as zeros (derive.output_bytes_on_meta): 2 x 64 x 100 bf16
-    chunks and the float32 state, where its upstream `bytes` would have stood for them."""
+    chunks and the float32 state, where its upstream `bytes` (8) would have stood for them."""
     src = _atrex_copy(tmp_path)
     op = src / "state_update"
     op.mkdir()
@@ -154,6 +154,11 @@ def test_outputs_counted_where_the_reference_reads_values(tmp_path: Path) -> Non
     big = next(s for s in p.shapes if s.id == "big")
     assert (p.flops, p.bytes, big.bytes) == ("1.0", "8.0", None)  # upstream's, as given
     assert big.output_bytes == 2 * 64 * 100 * 2 + 64 * 100 * 4
+    # A guess from zeros may split batches, never merge them: where it is below the shape's
+    # traffic count, that count stands.
+    _write(op / "metadata.json", json.dumps({"flops": 1.0, "bytes": 1e9}))
+    p = imported("atrex", src, tmp_path / "out2").problems["state_update"].problem
+    assert next(s for s in p.shapes if s.id == "big").output_bytes is None
 
 
 # -- KernelBench: the mapping ----------------------------------------------------------------
