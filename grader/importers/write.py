@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from grader.errors import ProblemError, UsageError
 from grader.formats.expr import evaluate
@@ -81,12 +82,16 @@ class _Counter:
         self._zero_ops = OpBudget()  # the problem's, for counts on meta with zero values
         self._runs: dict[tuple[str, str], _Counted | Exception] = {}
 
+    def _init(self, s: ShapeDraft) -> dict[str, Any]:
+        """The constructor arguments of the problem's `Model` at `s`."""
+        return {k: s.params[k] for k in self.init_params if k in s.params}
+
     def output_bytes(self, s: ShapeDraft, device: str, traffic: float | None) -> int | None:
         """What one call of `s` returns: counted on `device`, else (on meta) with every value
         the reference reads zero (derive.output_bytes_on_meta), kept only where it is more
         than the shape's `traffic` count: a guess from zeros may only split batches, never
-        merge them (Atrex-Bench's fp8_blockscale_fused_moe, counted so at 0.1 GiB against
-        20.7 of traffic, would go from five batches to one, and a reference that fails past
+        merge them (Atrex-Bench's fp8_blockscale_fused_moe, counted so at 0.1 GiB a seed
+        against 20.7 of traffic, would go from five batches to one, and a reference that fails past
         a host's limits costs its whole batch). None where nothing counts it: the count is
         a hint for batching, and without it the shape's traffic stands."""
         from grader.scoring.derive import output_bytes_on_meta
@@ -95,9 +100,9 @@ class _Counter:
             return self.run(s, device).output_bytes
         if device != "meta":
             return None
-        init = {k: s.params[k] for k in self.init_params if k in s.params}
         try:
-            got = output_bytes_on_meta(self.ref, dict(s.params), init, budget=self._zero_ops)
+            got = output_bytes_on_meta(self.ref, dict(s.params), self._init(s),
+                                       budget=self._zero_ops)
         except Exception:  # the source's code, or past the count's bounds
             return None
         return got if traffic is None or got > traffic else None
@@ -108,9 +113,9 @@ class _Counter:
         if key not in self._runs:
             from grader.scoring.derive import count
 
-            init = {k: s.params[k] for k in self.init_params if k in s.params}
             try:
-                flops, read, written, _ = count(self.ref, dict(s.params), init, device=device)
+                flops, read, written, _ = count(self.ref, dict(s.params), self._init(s),
+                                                device=device)
                 self._runs[key] = _Counted(flops=flops, bytes=read + written,
                                            output_bytes=written)
             except Exception as exc:  # the source's code: the caller says which shape
