@@ -91,9 +91,9 @@ class _Counter:
         the reference reads zero (derive.output_bytes_on_meta), kept only where it is more
         than the shape's `traffic` count: a guess from zeros may only split batches, never
         merge them (Atrex-Bench's fp8_blockscale_fused_moe, counted so at 0.1 GiB a seed
-        against 20.7 of traffic, would go from five batches to one, and a reference that fails past
-        a host's limits costs its whole batch). None where nothing counts it: the count is
-        a hint for batching, and without it the shape's traffic stands."""
+        against 20.7 of traffic, would go from five batches to one, and a reference that
+        fails past a host's limits costs its whole batch). None where nothing counts it: the
+        count is a hint for batching, and without it the shape's traffic stands."""
         from grader.scoring.derive import output_bytes_on_meta
 
         with contextlib.suppress(Exception):  # the source's code

@@ -47,8 +47,8 @@ CHUNK = 1 << 15
 # this chunk size the interpreter's share of each op held them in turn (on an H100's 16-core
 # host, 2026-12-05, eight threads judged block_scaled_mm's 15.3 G elements at 62 M a second;
 # on the two-core CI host two threads were slower than one).
-PROCESSES = max(1, min(8, (os.cpu_count() or 1) // 2))
 POOL = max(1, (os.cpu_count() or 1) // 2)  # the comparing processes at most, all outputs together
+PROCESSES = min(8, POOL)
 # Elements of one output from which its comparison is spread over PROCESSES processes; below
 # it, handing the spans over costs more than it saves.
 SPREAD_FROM = 1 << 22

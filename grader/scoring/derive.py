@@ -196,6 +196,19 @@ def load_reference(problem_dir: Path, interface: str = "function") -> ModuleType
     return module
 
 
+def _prepared(ref: ModuleType, params: dict[str, Any], init: dict[str, Any] | None, *,
+              device: str, seed: int) -> tuple[Any, Sequence[Any], list[torch.Tensor]]:
+    """One run of a loaded reference made ready on `device`: what to call (`reference`, or
+    the module problem's `Model` built from `init`), its inputs, and the module's parameters
+    and buffers (read by the run, like inputs)."""
+    inputs = ref.make_inputs(seed, device, **params)
+    inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
+    if init is None:
+        return ref.reference, inputs, []
+    module = build_module(ref.Model, init, seed, device)
+    return module, inputs, [*module.parameters(), *module.buffers()]
+
+
 @dataclass
 class OpBudget:
     """The ops output_bytes_on_meta may still dispatch, over every run that shares it."""
@@ -251,9 +264,7 @@ def output_bytes_on_meta(ref: ModuleType, params: dict[str, Any], init: dict[str
     alone (Atrex-Bench's chunk_gated_delta_rule_state, unified_attention). Raises what the
     reference raises, and ProblemError past _ZeroValues' bounds (`budget`: shared with
     other runs; a fresh one of ZERO_OPS by default)."""
-    inputs = ref.make_inputs(seed, "meta", **params)
-    inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
-    call = ref.reference if init is None else build_module(ref.Model, init, seed, "meta")
+    call, inputs, _ = _prepared(ref, params, init, device="meta", seed=seed)
     with torch.no_grad(), _ZeroValues(budget if budget is not None else OpBudget()):
         outputs = call(*inputs)
     return unique_bytes(_tensors(outputs))
@@ -266,14 +277,7 @@ def count(ref: ModuleType, params: dict[str, Any], init: dict[str, Any] | None, 
     `init`: a module problem's constructor arguments (its `Model` is built, outside the
     count, and its parameters and buffers count as read, like inputs), None for
     `reference(*inputs)`. Raises what the reference raises."""
-    inputs = ref.make_inputs(seed, device, **params)
-    inputs = inputs if isinstance(inputs, tuple | list) else (inputs,)
-    read_too: list[torch.Tensor] = []
-    if init is None:
-        call = ref.reference
-    else:
-        call = build_module(ref.Model, init, seed, device)
-        read_too = [*call.parameters(), *call.buffers()]
+    call, inputs, read_too = _prepared(ref, params, init, device=device, seed=seed)
     recorder = _OpRecorder()
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter, recorder:
