@@ -187,6 +187,8 @@ def container_spec(setup: WorkerSetup, image: str, role: Role, binds: list[Bind]
         env["TRITON_INTERPRET"] = "1"
     if gated:
         env[STANDBY_ENV] = "1"
+    if role == Role.ENTRY:  # no torch.compile trace in the entry's process (harness/record.py)
+        env["TORCHDYNAMO_DISABLE"] = "1"
     # An entry's harness runs under the warden, whose frames are the container's stdout.
     channel = role == Role.ENTRY
     if channel:

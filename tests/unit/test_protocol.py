@@ -128,4 +128,6 @@ def test_host_and_image_put_things_where_the_harness_looks() -> None:
     assert ent.command[3] == protocol.ENTRY_MODE and ent.masks == (protocol.PROBLEM,)
     assert {b.container for b in ent.binds} == {protocol.ENTRY, protocol.IN, protocol.OUT}
     assert protocol.LOG_BYTES_ENV in ent.env and ent.stdout_bytes == protocol.STDOUT_BYTES
+    # dynamo off where the entry runs (harness/record.py's dispatch mode has no guard)
+    assert ent.env["TORCHDYNAMO_DISABLE"] == "1" and "TORCHDYNAMO_DISABLE" not in ref.env
     assert protocol.ENTRY_FILE == f"{protocol.ENTRY}/{protocol.KERNEL_FILE}"
