@@ -244,7 +244,8 @@ class _OpRecorder(TorchDispatchMode):
     def _should_skip_dynamo(cls) -> bool:
         """False: `__torch_dispatch__` as written, not behind torch's lazy dynamo guard, whose
         first call imports torch._dynamo (1.1-1.7 s of CPU in every entry container on the
-        CI host, more than the rest of a small batch's job). The guard keeps the method out
+        CI host, more than the rest of a small batch's job; on a GPU the profiler's start
+        imports it anyway, before the entry's import). The guard keeps the method out
         of a torch.compile trace; in this process there is none to keep it out of: the
         entry's container runs with dynamo off (TORCHDYNAMO_DISABLE, run/jobs.py), and an
         entry that names torch.compile, dynamo or their config is refused before it runs
