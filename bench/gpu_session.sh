@@ -35,7 +35,8 @@
 #                    left of the call less 60 s: per-entry wall time and where it went, first
 #                    vs later entries -> $OUT/round-SUITE[-P..].{md,json} (and
 #                    .progress.jsonl: the round's progress lines as they came) and the entries'
-#                    reports under $OUT/round-SUITE[-P..]/; ROUND_ENTRIES="DIR ..." names the
+#                    reports under $OUT/round-SUITE[-P..]/ (a list of problems too long
+#                    for a file's name: -<count>p-<digest>); ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
 #                    --ahead-depth D, SERVE=1 with --serve, BESIDE=on|off
 #                    with --time-beside on|off
@@ -115,6 +116,16 @@ atrex_entry() {  # Atrex-Bench imported as /tmp/suites/atrex-bench, its entry as
     build/atrex-bench -o /tmp/suites/atrex-bench 2>&1 | tail -n 2
   python3 bench/atrex_entry.py /tmp/suites/atrex-bench -o /tmp/atrex-entry \
     2>&1 | tee "$OUT/atrex-entry.txt"
+}
+round_name() {  # round_name BASE P,..: BASE-P1-P2..., or for a list too long for a file's
+  # name (the round's folder, its .progress.jsonl) BASE-<count>p-<digest of the list>
+  local base=$1 only=$2 name
+  if [ -z "$only" ]; then echo "$base"; return; fi
+  name="$base-${only//,/-}"
+  if [ ${#name} -gt 120 ]; then
+    name="$base-$(tr , '\n' <<<"$only" | wc -l)p-$(printf %s "$only" | sha256sum | cut -c1-8)"
+  fi
+  echo "$name"
 }
 run_round() {  # run_round NAME N round_speed.py options...: a round, its reports copied under $OUT
   local name=$1 n=$2; shift 2
@@ -219,14 +230,14 @@ for step in "${steps[@]}"; do
              ropts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
              for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
-             run_round "round-$suite${only:+-${only//,/-}}" "${n:-3}" --suite "$suite" \
+             run_round "$(round_name "round-$suite" "$only")" "${n:-3}" --suite "$suite" \
                "${ropts[@]}" ;;
     atrex-entry) atrex_entry ;;
     atrex|atrex:*) IFS=: read -r _ only n <<<"$step"
                    atrex_entry || continue
                    ropts=(); IFS=, read -ra ps <<<"$only"
                    for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
-                   run_round "round-atrex-bench${only:+-${only//,/-}}" "${n:-2}" \
+                   run_round "$(round_name round-atrex-bench "$only")" "${n:-2}" \
                      --suite atrex-bench --suites /tmp/suites --entry /tmp/atrex-entry \
                      "${ropts[@]}" ;;
     verify:*) name=${step#verify:}

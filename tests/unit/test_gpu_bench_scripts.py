@@ -1,9 +1,11 @@
-"""The pure parts of two GPU-host scripts: what bench/cuda_base.py copies of an interpreter's
-environment, and how bench/clocks.py names NVML's clock-event reasons (the measuring itself
-needs the GPU host: docs/benchmarks.md, "Seventh session")."""
+"""The pure parts of the GPU-host scripts: what bench/cuda_base.py copies of an interpreter's
+environment, how bench/clocks.py names NVML's clock-event reasons, and how
+bench/gpu_session.sh names a round's files (the measuring itself needs the GPU host:
+docs/benchmarks.md, "Seventh session")."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,3 +40,22 @@ def test_clock_event_reasons_are_named() -> None:
     assert bench.reason_names(0x4 | 0x1) == ["sw_power_cap"]  # 0x1: idle, not a slowdown
     assert bench.reason_names(0x8 | 0x40) == ["hw_slowdown", "hw_thermal"]
     assert bench.reason_names(0) == []
+
+
+def _round_name(base: str, only: str) -> str:
+    script = (REPO / "bench" / "gpu_session.sh").read_text()
+    body = script[script.index("round_name() {"):script.index("run_round() {")]
+    res = subprocess.run(["bash", "-c", f'{body}\nround_name "$1" "$2"', "_", base, only],
+                         capture_output=True, text=True, check=True)
+    return res.stdout.strip()
+
+
+def test_a_rounds_files_are_named_by_its_problems_and_a_long_list_by_a_digest() -> None:
+    """A list of 19 problems made a folder name past the file system's 255 bytes, and the
+    step failed before its round started (2026-12-06, on the H100)."""
+    assert _round_name("round-atrex-bench", "") == "round-atrex-bench"
+    assert _round_name("round-llm", "rope,l2_norm") == "round-llm-rope-l2_norm"
+    many = ",".join(f"operator_number_{i}" for i in range(19))
+    name = _round_name("round-atrex-bench", many)
+    assert name.startswith("round-atrex-bench-19p-") and len(name) < 40
+    assert name != _round_name("round-atrex-bench", many.replace("_1,", "_x,"))
