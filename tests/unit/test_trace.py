@@ -246,6 +246,41 @@ def test_recording_never_imports_dynamo(traces: dict[str, Any]) -> None:
     assert traces["honest"]["trace"]["torch_ops"]  # and every op is still counted
 
 
+COMPILED = """
+import json
+import torch
+from grader.harness.record import Recorder
+
+rec = Recorder("cpu")
+rec.install()
+seen = []
+
+def backend(gm, example_inputs):  # a compiler of the entry's own: it would get the graphs
+    seen.append(str(gm.code))
+    return gm.forward
+
+fn = torch.compile(lambda x: torch.relu(x) * 2, backend=backend)
+with rec.call("c"):
+    out = fn(torch.randn(8))
+print(json.dumps({"backend_calls": len(seen), "ops": rec.trace("c")["torch_ops"]}))
+"""
+
+
+def test_torch_compile_traces_nothing_in_the_entrys_container(tmp_path: Path) -> None:
+    """With the dispatch mode unguarded, a trace could hand its frames to a backend of the
+    entry's: in the entry's container dynamo is off (run/jobs.container_spec sets
+    TORCHDYNAMO_DISABLE), so torch.compile runs the function as written, no backend sees
+    any graph, and its ops are counted (torch.compile is refused statically anyway: VL002)."""
+    (tmp_path / "compiled.py").write_text(COMPILED)
+    env = {**os.environ, "TORCHDYNAMO_DISABLE": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(tmp_path / "compiled.py")], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["backend_calls"] == 0
+    assert got["ops"].get("aten.relu") == 1 and got["ops"].get("aten.mul") == 1
+
+
 def test_entry_allocation_and_copies_are_recorded_by_place_not_name(
     traces: dict[str, Any],
 ) -> None:
