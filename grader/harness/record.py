@@ -236,21 +236,36 @@ def _plain(value: Any, allowed: frozenset[type], depth: int = 0) -> bool:
     return False
 
 
+def _skipped_by_dynamo(code: Any) -> bool:
+    """Mark `code` so that dynamo's frame evaluation never traces it nor what it calls.
+    False where this torch has no such mark."""
+    try:
+        from torch._C._dynamo import eval_frame
+    except ImportError:
+        return False
+    try:
+        skip = eval_frame._FrameAction.SKIP
+        eval_frame.set_code_exec_strategy(code, eval_frame._FrameExecStrategy(skip, skip))
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
 class _OpRecorder(TorchDispatchMode):
     """Counts every op dispatched on the thread that entered it, unless the harness (or
     Triton's own machinery) is doing it."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
-        """False: `__torch_dispatch__` as written, not behind torch's lazy dynamo guard, whose
-        first call imports torch._dynamo (1.1-1.7 s of CPU in every entry container on the
-        CI host, more than the rest of a small batch's job; on a GPU the profiler's start
-        imports it anyway, before the entry's import). The guard keeps the method out
-        of a torch.compile trace; in this process there is none to keep it out of: the
-        entry's container runs with dynamo off (TORCHDYNAMO_DISABLE, run/jobs.py), and an
-        entry that names torch.compile, dynamo or their config is refused before it runs
-        (VL002, VL003)."""
-        return False
+        """Whether torch is to put its own guard around `__torch_dispatch__`: the guard
+        that keeps the method out of a torch.compile trace, whose first call imports
+        torch._dynamo (1.1-1.7 s of CPU in every entry container on the CI host, more than
+        the rest of a small batch's job; on a GPU the profiler's start imports it anyway,
+        before the entry's import). Where this torch can mark the method's code for dynamo
+        to skip, it and all it calls (a mark in C, no import), the mark does the guard's
+        work and there is no guard; elsewhere, torch's guard. And the entry's container
+        runs with dynamo off besides (TORCHDYNAMO_DISABLE, run/jobs.py)."""
+        return not _skipped_by_dynamo(cls.__dict__["__torch_dispatch__"].__code__)
 
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
