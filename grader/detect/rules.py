@@ -79,8 +79,8 @@ RULES: dict[str, RuleInfo] = {
         "Imports or uses a vendor or framework kernel library (flash_attn, xformers, vllm, "
         "cupy, ...): see the policy's `names.vendor_kernels`.")),
     "VL002": RuleInfo(title="PyTorch compiler", severity=_V, layer=_S, description=(
-        "torch.compile, dynamo, inductor, TorchScript, export or C++/CUDA extension "
-        "building: generated kernels, not the entry's own.")),
+        "torch.compile (an nn.Module's own .compile() too), dynamo, inductor, TorchScript, "
+        "export or C++/CUDA extension building: generated kernels, not the entry's own.")),
     "VL003": RuleInfo(title="PyTorch internals", severity=_V, layer=_S, description=(
         "torch.ops, torch._C, torch.library, dispatch-mode machinery or any private torch "
         "name (torch._scaled_mm ...): direct access to native kernels, bypassing the op "

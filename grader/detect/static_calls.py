@@ -16,6 +16,7 @@ from grader.detect.static_names import (
     INSTRUMENT_ATTRS,
     LOW_PRECISION_DTYPES,
     LOW_PRECISION_METHODS,
+    MODULE_COMPILE,
     OPERATOR_ARITH,
     TENSOR_METHODS,
 )
@@ -85,6 +86,16 @@ class CallChecks(HookChecks, ast.NodeVisitor):
             self.emit("PR001", node, f"`.{name}(...)` lowers precision in host code", at)
         if self._compute_method(name, receiver):
             self.emit("FB002", node, f"PyTorch computes: Tensor method `.{name}()`", at)
+        if name == MODULE_COMPILE:
+            self._module_compile(node, at)
+
+    def _module_compile(self, node: ast.AST, at: tuple[int, int] | None = None,
+                        how: str = "") -> None:
+        """`m.compile(...)` on an object no name resolves (an nn.Module's own method): that is
+        torch.compile, kernels of PyTorch's generating (re.compile and triton.compile resolve
+        to their modules and never come here)."""
+        self.emit("VL002", node, f"`.compile()` of an object{how}: an nn.Module's compiles "
+                  "through torch.compile", at)
 
     def _compute_method(self, name: str, receiver: ast.AST) -> bool:
         """Would `receiver.name(...)` be a Tensor compute method (as _method judges it)?"""
@@ -97,6 +108,9 @@ class CallChecks(HookChecks, ast.NodeVisitor):
     def _getattr_method(self, node: ast.Call, receiver: ast.AST, name: ast.AST) -> None:
         """getattr(a, "matmul"): the bound method, called here or later, is `a.matmul`."""
         for n in sorted(self.resolver.strings(name, self.scope) or ()):
+            if n == MODULE_COMPILE:
+                self._module_compile(node, how=" (through getattr)")
+                return
             if self._compute_method(n, receiver):
                 self.emit("FB002", node, f"PyTorch computes: Tensor method `.{n}()` "
                           "(through getattr)")

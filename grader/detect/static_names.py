@@ -114,6 +114,8 @@ LOW_PRECISION_DTYPES: frozenset[str] = frozenset(
     or d.startswith("float4")
 )
 LOW_PRECISION_METHODS: frozenset[str] = frozenset({"half", "bfloat16"})
+# torch.nn.Module.compile: torch.compile under a method's name, on any receiver no name resolves
+MODULE_COMPILE = "compile"
 
 # torch submodules: naming one (F = torch.nn.functional) is not a call of anything.
 TORCH_MODULES: frozenset[str] = frozenset(

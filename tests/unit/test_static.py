@@ -550,6 +550,31 @@ def test_compile_guard_imported_by_name_is_fine() -> None:
     assert "VL002" in rules(run("def kernel(x):\n    return torch.compiler.disable(x)\n"))
 
 
+MODULE_COMPILES = {
+    "instance": "m = torch.nn.Linear(4, 4)\nm.compile(backend=lambda gm, ex: gm.forward)\n",
+    "self": ("class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             "        self.compile()\n"),
+    "unbound": "m = torch.nn.Linear(4, 4)\ntorch.nn.Module.compile(m)\n",
+    "getattr": "m = torch.nn.Linear(4, 4)\ngetattr(m, 'compile')()\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(MODULE_COMPILES))
+def test_a_modules_own_compile_is_torch_compile(how: str) -> None:
+    """nn.Module.compile is torch.compile under a method's name: no name of the compilers
+    list resolves `m.compile()` on an instance (0 findings at f95be07)."""
+    body = MODULE_COMPILES[how] + ("def kernel(x):\n    add_kernel[(1,)](x, x, x, x.numel(), "
+                                   "BLOCK=1024)\n    return x\n")
+    assert "VL002" in rules(run(body))
+
+
+def test_re_compile_is_not_a_modules_compile() -> None:
+    body = ("import re\nimport re as rx\n_P = re.compile(r'\\d+')\n_Q = rx.compile('x')\n"
+            "def kernel(x):\n    add_kernel[(1,)](x, x, x, x.numel(), BLOCK=1024)\n"
+            "    return x\n")
+    assert blocking(run(body)) == []
+
+
 # A compute function handed on where it may be called is still compute.
 HANDED_ON: dict[str, tuple[str, str]] = {
     "map": ("def kernel(a, b):\n    return list(map(torch.add, a, b))\n", "FB001"),
