@@ -6,11 +6,12 @@ import triton.language as tl
 
 
 @triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
-             mask=mask)
+def sum_kernel(a_ptr, b_ptr, c_ptr, size, TILE: tl.constexpr):
+    idx = tl.program_id(0) * TILE + tl.arange(0, TILE)
+    keep = idx < size
+    a = tl.load(a_ptr + idx, mask=keep)
+    b = tl.load(b_ptr + idx, mask=keep)
+    tl.store(c_ptr + idx, a + b, mask=keep)
 
 
 GRAPHS = []
@@ -32,5 +33,5 @@ _mod.compile(backend=backend)
 
 def kernel(x, y):
     out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    sum_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), TILE=1024)
     return _mod(out)
