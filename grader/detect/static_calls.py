@@ -92,7 +92,7 @@ class CallChecks(HookChecks, ast.NodeVisitor):
     def _module_compile(self, node: ast.AST, at: tuple[int, int] | None = None,
                         how: str = "") -> None:
         """`m.compile(...)` on an object no name resolves (an nn.Module's own method): that is
-        torch.compile, kernels of PyTorch's generating (re.compile and triton.compile resolve
+        torch.compile, whose kernels PyTorch generates (re.compile and triton.compile resolve
         to their modules and never come here)."""
         self.emit("VL002", node, f"`.compile()` of an object{how}: an nn.Module's compiles "
                   "through torch.compile", at)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -105,6 +106,8 @@ class Recorder:
             if hasattr(torch.Tensor, name):
                 self._stack.callback(setattr, torch.Tensor, name, getattr(torch.Tensor, name))
                 setattr(torch.Tensor, name, self._export_wrap(name, getattr(torch.Tensor, name)))
+        # marked here too: a torch that never asks _should_skip_dynamo leaves it unmarked
+        _skipped_by_dynamo(inspect.unwrap(_OpRecorder.__torch_dispatch__).__code__)
         self._stack.enter_context(_OpRecorder(self))
 
     # --- labels ---------------------------------------------------------------------------
@@ -265,7 +268,8 @@ class _OpRecorder(TorchDispatchMode):
         to skip, it and all it calls (a mark in C, no import), the mark does the guard's
         work and there is no guard; elsewhere, torch's guard. And the entry's container
         runs with dynamo off besides (TORCHDYNAMO_DISABLE, run/jobs.py)."""
-        return not _skipped_by_dynamo(cls.__dict__["__torch_dispatch__"].__code__)
+        own = cls.__dict__.get("__torch_dispatch__")
+        return own is None or not _skipped_by_dynamo(own.__code__)
 
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
