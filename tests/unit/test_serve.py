@@ -49,6 +49,7 @@ from grader.harness.protocol import (
     spawn_file,
     start_file,
 )
+from grader.paths import REPO
 
 HARNESS = Path(protocol.__file__).resolve().parent
 TIMEOUT_S = 120.0
@@ -424,3 +425,19 @@ def test_empty_removes_what_a_batch_can_leave(tmp_path: Path) -> None:
     assert after is not None and os.listxattr(scratch) == []
     assert (after[1], after[3]) == (before[1], before[3])  # its mode and mtime (the test's
     # own listing above moved its atime)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_zygote_imports_on_a_gpu_what_each_workers_profiler_would(device: str) -> None:
+    """On a GPU each worker's profiler start imports torch._dynamo (0.89 s of it on the CI
+    host's CPU): the zygote imports it once, without a thread a fork would refuse. On the CPU
+    no worker imports it, so the zygote does not either."""
+    code = ("import os, sys\nfrom grader.harness import zygote\n"
+            f"zygote.cold_imports({device!r})\n"
+            "print('torch._dynamo' in sys.modules, len(os.listdir('/proc/self/task')))\n")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "TORCHDYNAMO_DISABLE": "1",
+           "PYTHONPATH": str(REPO)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=300, check=True)
+    imported, threads = res.stdout.split()
+    assert imported == str(device == "cuda") and threads == "1"
