@@ -39,7 +39,9 @@
 #                    for a file's name: -<count>p-<digest>); ROUND_ENTRIES="DIR ..." names the
 #                    entries instead (repeated until there are N); AHEAD_DEPTH=D grades with
 #                    --ahead-depth D, SERVE=1 with --serve, BESIDE=on|off
-#                    with --time-beside on|off
+#                    with --time-beside on|off, PREPARE=1 after `grader round commit` and
+#                    `grader round prepare` (timed apart: every entry a later one; with
+#                    prepared.json under $OUT/round-.../)
 #   atrex[:P,..[:N]]  all of Atrex-Bench as a round (issue 32): build/atrex-bench (carry it:
 #                    alibaba/atrex-bench's data/ at eb8697d, docs/import.md) imported as
 #                    /tmp/suites/atrex-bench, bench/atrex_entry.py's entry (our Triton kernels
@@ -49,7 +51,7 @@
 #                    them) on it (optionally only problems P,..), stopped at what is left of
 #                    the call less 60 s -> $OUT/round-atrex-bench[-P..].{md,json} (with the
 #                    per-shape CV across the two gradings) and the reports under
-#                    $OUT/round-atrex-bench[-P..]/ (AHEAD_DEPTH, SERVE as for round:)
+#                    $OUT/round-atrex-bench[-P..]/ (AHEAD_DEPTH, SERVE, PREPARE as for round:)
 #   atrex-entry      only the import and the entry of the atrex step (for suite:/tmp/atrex-entry:P
 #                    with GRADE_OPTS="--suites /tmp/suites -k P/SHAPE ...": a few shapes)
 #   import:KIND      tests/fixtures/import/KIND (kernelbench, atrex, atrex_real) imported as the
@@ -137,7 +139,7 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
   python3 bench/round_speed.py -n "$n" "$@" \
     --device cuda --runtime host --python "$PY" --time-limit "$left" \
     ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
-    ${BESIDE:+--time-beside "$BESIDE"} \
+    ${BESIDE:+--time-beside "$BESIDE"} ${PREPARE:+--prepare} \
     -o "/tmp/$name" --json "$OUT/$name.json" --progress "$OUT/$name.progress.jsonl" 2>&1 \
     | tee "$OUT/$name.md"
   mkdir -p "$OUT/$name"
@@ -149,7 +151,7 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
       cp -r "$d/.checkpoint/problems" "$OUT/$name/$e.checkpoint"; fi
   done
   cp -r /tmp/"$name"/.round "$OUT/$name/outcomes" 2>/dev/null
-  cp /tmp/"$name"/leaderboard.md "$OUT/$name/" 2>/dev/null
+  cp /tmp/"$name"/leaderboard.md /tmp/"$name"/prepared.json "$OUT/$name/" 2>/dev/null
   # what is worth keeping is under $OUT now; the round's kept references (20 GiB for
   # llm-inference) would take the disk room of a later step's round
   rm -rf "/tmp/$name"

@@ -3,7 +3,7 @@ where it went.
 
     python bench/round_speed.py [--suite llm-inference] [--suites DIR] [-n 3] [--entry DIR ...]
         [--problem P ...] [--device cuda --runtime host --python PY] [--time-limit S]
-        [--ahead-depth D] [--serve] [--time-beside auto|on|off]
+        [--ahead-depth D] [--serve] [--time-beside auto|on|off] [--prepare]
         [-o ROUND_DIR] [--json FILE] [--progress FILE]
 
 The entries are `--entry` folders (default: the suite's own, in this order: for llm-inference
@@ -11,7 +11,9 @@ our Triton solutions then the pure-PyTorch baseline, for demo the two examples),
 until there are N; a repeated folder is graded again under another name (a copy). The first
 entry computes the round's references; every later one reuses them (docs/rounds.md), so the
 first and the later entries' times are the two parts of a round's cost (docs/benchmarks.md,
-"The cost of a round"). `--suites DIR` finds a suite outside the checkout (an import under
+"The cost of a round"). With `--prepare` the round is committed and its references computed
+first (`grader round prepare`), timed apart: every entry then grades as a later one.
+`--suites DIR` finds a suite outside the checkout (an import under
 /tmp/suites: `grader round --suites`).
 
 Per entry: its wall time (the outcome's: intake to report), and from its report's problems
@@ -82,6 +84,48 @@ class EntryCost:
     parts: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(kw_only=True)
+class Prepare:
+    """`grader round commit` then `grader round prepare`, before the round's entries."""
+
+    wall_s: float  # both commands
+    exit: int | None  # None: stopped
+    stopped: str | None = None
+    batches: dict[str, int] = field(default_factory=dict)  # by status (prepared.json)
+    by_problem_s: dict[str, float] = field(default_factory=dict)  # reference wall per problem
+    not_kept: list[str] = field(default_factory=list)  # "problem: status: detail"
+
+
+def run_prepare(commit: list[str], prepare: list[str], out: Path, limit_s: float | None,
+                progress: Path | None) -> Prepare:
+    """Commit the round in `out` and prepare its references, within `limit_s` in all."""
+    t0 = time.monotonic()
+    for cmd in (commit, prepare):
+        print("$ " + " ".join(cmd), flush=True)
+        left = None if limit_s is None else max(limit_s - (time.monotonic() - t0), 1.0)
+        rc, _, stopped = run_round(cmd, left, progress if cmd is prepare else None)
+        if rc != 0:
+            break
+    got = Prepare(wall_s=time.monotonic() - t0, exit=rc, stopped=stopped)
+    record = RoundDir(out).prepared()
+    if record is not None:
+        for b in record.batches:
+            got.batches[b.status] = got.batches.get(b.status, 0) + 1
+            got.by_problem_s[b.problem] = got.by_problem_s.get(b.problem, 0.0) + b.wall_s
+            if b.status in ("not kept", "failed"):
+                got.not_kept.append(f"{b.problem}: {b.status}: {b.detail}")
+    return got
+
+
+def prepare_line(p: Prepare) -> str:
+    state = f"stopped {p.stopped}" if p.stopped else f"exit {p.exit}"
+    batches = ", ".join(f"{n} {s}" for s, n in p.batches.items()) or "no record"
+    slow = sorted(p.by_problem_s.items(), key=lambda kv: -kv[1])[:5]
+    return (f"prepare: {p.wall_s:.1f} s ({state}); batches: {batches}; slowest: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in slow)
+            + "".join(f"\n  {line}" for line in p.not_kept))
+
+
 def problem_parts(p: ProblemResult) -> dict[str, float]:
     ph = p.phases_s
     timed = sum(s.timing.loop_s for s in p.shapes
@@ -149,22 +193,29 @@ def table(costs: list[EntryCost]) -> list[str]:
 
 
 def summary(costs: list[EntryCost], *, whole_suite_on_gpu: bool,
-            suite: str = "llm-inference") -> list[str]:
-    """First and later entries against the suite's targets, and the round's cost model."""
+            suite: str = "llm-inference", prepare: Prepare | None = None) -> list[str]:
+    """First and later entries against the suite's targets, and the round's cost model. After
+    `prepare` every entry grades on kept references, as a later entry does: all are later."""
     graded = [c for c in costs if c.status == "graded" and c.wall_s is not None]
     if not graded:
         return ["no entry finished: nothing to compare with the targets"]
-    first, later = graded[0], [c.wall_s for c in graded[1:] if c.wall_s is not None]
-    lines = [f"first entry ({first.name}): {first.wall_s:.1f} s"]
+    first = graded[0] if prepare is None else None
+    later = [c.wall_s for c in graded[0 if first is None else 1:] if c.wall_s is not None]
+    if first is not None:
+        lines = [f"first entry ({first.name}): {first.wall_s:.1f} s"]
+        start = f"{first.wall_s:.1f} + (N - 1)"
+    else:
+        assert prepare is not None
+        lines = [f"references prepared before the entries: {prepare.wall_s:.1f} s"]
+        start = f"{prepare.wall_s:.1f} + N"
     if later:
         lines.append(f"later entries ({len(later)}): median {statistics.median(later):.1f} s, "
                      f"max {max(later):.1f} s")
-        lines.append(f"one GPU, N entries: about {first.wall_s:.1f} + (N - 1) x "
-                     f"{statistics.median(later):.1f} s")
+        lines.append(f"one GPU, N entries: about {start} x {statistics.median(later):.1f} s")
     target = TARGETS.get(suite)
     if whole_suite_on_gpu and target is not None:
         target_first, target_later = target
-        if target_first is not None:
+        if target_first is not None and first is not None:
             lines.append(f"target first <= {target_first:.0f} s: "
                          + ("met" if (first.wall_s or 0) <= target_first else "NOT met"))
         ok_later = bool(later) and max(later) <= target_later
@@ -312,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="grader round --ahead-depth (default: the grader's)")
     ap.add_argument("--time-beside", choices=("auto", "on", "off"), default=None,
                     help="grader round --time-beside (default: the grader's)")
+    ap.add_argument("--prepare", action="store_true",
+                    help="commit the round and compute its references first (grader round "
+                    "commit, grader round prepare): every entry then grades as a later one")
     args = ap.parse_args(argv)
     suite_name = Path(args.suite).name  # --suite may be a folder, as grader round takes it
     folders = args.entry or [REPO / e for e in DEFAULT_ENTRIES.get(suite_name, ())]
@@ -320,22 +374,37 @@ def main(argv: list[str] | None = None) -> int:
     entries = [str(folders[i % len(folders)]) for i in range(args.entries)]
     out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"round-speed-{os.getpid()}"
     runtime = args.runtime or ("cpu" if args.device == "cpu" else "host")
-    cmd = [sys.executable, "-m", "grader", "round", *entries, "--suite", args.suite, "-o",
-           str(out), "--device", args.device, "--runtime", runtime, "--format", "json",
-           *(("--log-format", "json") if args.progress else ("-q",))]
-    cmd += [w for p in args.problem for w in ("--problem", p)]
+    common = ["--suite", args.suite, "-o", str(out), "--device", args.device,
+              "--runtime", runtime, *(w for p in args.problem for w in ("--problem", p))]
     if args.suites is not None:
-        cmd += ["--suites", str(args.suites)]
+        common += ["--suites", str(args.suites)]
     if args.python:
-        cmd += ["--python", args.python]
+        common += ["--python", args.python]
+    log = ["--log-format", "json"] if args.progress else ["-q"]
+    grader = [sys.executable, "-m", "grader", "round"]
+    cmd = [*grader, *entries, *common, "--format", "json", *log]
     if args.ahead_depth is not None:
         cmd += ["--ahead-depth", str(args.ahead_depth)]
     if args.serve:
         cmd += ["--serve"]
     if args.time_beside is not None:
         cmd += ["--time-beside", args.time_beside]
+    limit = args.time_limit
+    prepare: Prepare | None = None
+    if args.prepare:
+        prepare = run_prepare([*grader, "commit", *common, "-q"],
+                              [*grader, "prepare", *common, *log], out, limit,
+                              args.progress.with_suffix(".prepare.jsonl")
+                              if args.progress else None)
+        print(prepare_line(prepare), flush=True)
+        if prepare.stopped or prepare.exit != 0:
+            if args.json is not None:
+                args.json.write_text(json.dumps({"suite": args.suite, "prepare": asdict(prepare)},
+                                                indent=1) + "\n")
+            return 0 if prepare.stopped else 1
+        limit = None if limit is None else max(limit - prepare.wall_s, 1.0)
     print("$ " + " ".join(cmd), flush=True)
-    rc, wall, stopped = run_round(cmd, args.time_limit, args.progress)
+    rc, wall, stopped = run_round(cmd, limit, args.progress)
     rd = RoundDir(out)
     if not rd.manifest_file.is_file():
         print(f"the round wrote no manifest (exit {rc}, {wall:.1f} s): nothing measured")
@@ -351,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(costs)))
     print()
     whole = args.device == "cuda" and suite_name in TARGETS and not args.problem
-    notes = summary(costs, whole_suite_on_gpu=whole, suite=suite_name)
+    notes = summary(costs, whole_suite_on_gpu=whole, suite=suite_name, prepare=prepare)
     print("\n".join(notes))
     spread = spreads(rd)
     if spread:
@@ -361,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({
             "suite": args.suite, "device": args.device, "runtime": runtime,
             "problems": args.problem, "round_wall_s": wall, "stopped": stopped is not None,
-            "exit": rc,
+            "exit": rc, "prepare": asdict(prepare) if prepare else None,
             "entries": [asdict(c) for c in costs], "summary": notes,
             "spreads": [asdict(s) for s in spread]}, indent=1) + "\n")
     return 0 if stopped or rc == 0 else 1

@@ -3,6 +3,7 @@ check a finished round (`grader round verify ROUND_DIR`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ def round_() -> None:
     `grader round BUNDLE_OR_DIR... -o ROUND_DIR` grades (the `grade` subcommand; the suite is
     the round folder's, --suite's, or the one every entry names);
     `grader round commit --suite S -o ROUND_DIR` publishes a round's commitment before it;
+    `grader round prepare -o ROUND_DIR` computes its references before the entries;
     `grader round verify ROUND_DIR` checks a round folder (docs/rounds.md)."""
 
 
@@ -153,6 +155,25 @@ def commit(**options: Any) -> None:
     click.echo(f"secret: {req.out_dir / 'seed.secret'} (keep it private until the round ends)")
     for role, image in c.images.items():
         click.echo(f"image {role}: {image.tag} {image.id}")
+
+
+@round_.command("prepare")
+@with_options(_SHARED)
+def prepare(**options: Any) -> None:
+    """After `grader round commit`, before the entries: compute every reference the round's
+    entries will be graded on, and keep it in the round folder (as far as the disk's room
+    allows), so that the round's first entry grades as fast as every later one. Takes the
+    options the round was committed with; run it again to finish one that stopped."""
+    from grader.round.conduct import prepare_round
+
+    req, show = _staged(**options)
+    prepared = prepare_round(req, for_cli(show.log_format, quiet=show.quiet))
+    counts = Counter(b.status for b in prepared.batches)
+    click.echo(f"references: {', '.join(f'{n} {s}' for s, n in counts.items()) or 'none'} "
+               f"in {prepared.wall_s:.1f} s ({req.out_dir / 'prepared.json'})")
+    for b in prepared.batches:
+        if b.status in ("not kept", "failed"):
+            click.echo(f"  {b.problem}: {b.status}: {b.detail}")
 
 
 @round_.command("verify")

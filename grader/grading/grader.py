@@ -21,6 +21,7 @@ from grader.detect.detector import Detector
 from grader.errors import ExposedHostPath, InfraError, UsageError
 from grader.grading.checkpoint import Checkpoint, Finished, RunKey, host_fs
 from grader.grading.config import GradingOptions
+from grader.grading.prepare import Preparation, PreparedBatch, prepare_all
 from grader.grading.progress import Progress
 from grader.grading.selection import shapes_graded
 from grader.grading.settings import GradingSettings
@@ -231,12 +232,12 @@ class Grader:
             return self.grade(*self.open(work))
 
     @contextlib.contextmanager
-    def workspace(self) -> Iterator[Path]:
+    def workspace(self, *, bundle: bool = True) -> Iterator[Path]:
         """This run's work folder for the block; on the way out, its containers and folders
         removed. `grader run` opens the bundle in it once (`open`), checks what it must
         before grading, then grades that opened submission (issue 33: the bundle was opened
-        and hashed three times)."""
-        if not self.cfg.bundle.is_file():
+        and hashed three times). `bundle`: the run grades one, which must be there."""
+        if bundle and not self.cfg.bundle.is_file():
             raise UsageError(f"{self.cfg.bundle}: no such file")
         # Everything of this run on the host lives in its own folder, recorded with this
         # process's pid; what runs that died left is removed first (sandbox/runs.py).
@@ -273,9 +274,7 @@ class Grader:
         self.progress("runtime image")
         runtime = self.runtime.ensure_image(self.engine)
         self.images["runtime"] = runtime.id
-        todo = [b for pid, b in suite.problems.items()
-                if (not settings.problems or pid in settings.problems)
-                and cfg.narrowing.picks_any(pid, [s.id for s in b.problem.shapes])]
+        todo = self.todo(suite)
         t0 = time.monotonic()
         problems = self.grade_all(suite, todo, sub, runtime.tag, done)
         wall = time.monotonic() - t0
@@ -305,6 +304,28 @@ class Grader:
         report = score_report(report, suite, load_hardware(self.hardware_name()))
         graded = (report.summary.shapes_graded, report.summary.ungraded_shapes)
         return report.model_copy(update={"summary": summarize(report.problems, graded)})
+
+    def todo(self, suite: Suite) -> list[SuiteProblem]:
+        """The problems of `suite` that the options pick (--problem, -k, --last-failed)."""
+        settings, narrowing = self.cfg.settings, self.cfg.narrowing
+        return [b for pid, b in suite.problems.items()
+                if (not settings.problems or pid in settings.problems)
+                and narrowing.picks_any(pid, [s.id for s in b.problem.shapes])]
+
+    def prepare(self, suite: Suite, store: References) -> list[PreparedBatch]:
+        """A round's references (`store`), computed before its entries for every problem the
+        options pick, on every worker's sandbox (grading/prepare.py); what became of each
+        batch. The secret is the round's (cfg.secret)."""
+        cfg = self.cfg
+        check_host_binds(cfg, suite, self.checkpoint)
+        with self.workspace(bundle=False):
+            self.progress("runtime image")
+            runtime = self.runtime.ensure_image(self.engine)
+            prep = Preparation(suite=suite, settings=self.settings_for(suite),
+                               narrowing=cfg.narrowing, reference_limits=cfg.reference_limits,
+                               batch_bytes=cfg.scheduling.batch_bytes, secret=self.secret,
+                               runtime_tag=runtime.tag, store=store, progress=self.progress)
+            return prepare_all(prep, self.workers(), self.todo(suite))
 
     def settings_for(self, suite: Suite) -> GradingSettings:
         """The settings as this run applies them to `suite` (its seeds per shape unless

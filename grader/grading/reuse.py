@@ -63,13 +63,13 @@ class References(Protocol):
         ...
 
 
-def batch_key(suite: Suite, plan: Planned, cases: list[Case], setup: WorkerSetup,
+def batch_key(suite: Suite, problem: str, image: str, cases: list[Case], setup: WorkerSetup,
               runtime: str) -> str:
     """What a batch's reference outputs depend on: the suite's version, the problem's image
     (a content hash of its reference, problem file and the harness), the device, runtime and
     timing knobs, and each case (id, seed, module seed, timing set, shape and its params)."""
     doc = {"format": KEY_FORMAT, "suite": suite.id, "suite_version": suite.info.version,
-           "problem": plan.sp.id, "image": plan.image, "device": setup.device,
+           "problem": problem, "image": image, "device": setup.device,
            "runtime": runtime, "timing": asdict(setup.timing) if setup.timing else None,
            "cases": [[c.id, c.seed, c.module_seed, c.timing, c.shape.id, c.shape.params]
                      for c in cases]}
@@ -88,7 +88,8 @@ class RoundReferences:
     progress: Progress
 
     def key(self, plan: Planned, k: int) -> str:
-        return batch_key(self.suite, plan, plan.part_cases(k), self.setup, self.runtime)
+        return batch_key(self.suite, plan.sp.id, plan.image, plan.part_cases(k), self.setup,
+                         self.runtime)
 
     def folder(self, plan: Planned, k: int, *, reuse: bool = False) -> Path | None:
         """The kept reference folder of batch `k` of `plan` (`reuse`: noted as used), or

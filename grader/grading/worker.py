@@ -44,7 +44,7 @@ from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Claim, Planned
 from grader.grading.progress import Progress
 from grader.grading.reuse import References, RoundReferences, grade_cached
-from grader.grading.seeds import derive_module_seed, derive_seed
+from grader.grading.seeds import per_shape, problem_cases
 from grader.grading.selection import nothing_graded, select_shapes
 from grader.grading.settings import GradingSettings, Narrowing
 from grader.images import ensure, problem_plan
@@ -217,26 +217,12 @@ class Worker:
         image = ensure(self.setup.engine, problem_plan(self.runtime_tag, self.suite.id, sp))
         phases = {"image": time.monotonic() - t0}
         n_seeds = ctx.settings.seeds_per_shape or self.suite.info.seeds_per_shape
-        cases = [Case(id=f"{s.id}.{k}", shape=s,
-                      seed=derive_seed(ctx.secret, sp.id, s.id, k))
-                 for s in shapes for k in range(n_seeds)]
-        if self.setup.timing is not None:  # the timed loops' checked calls (model/timed.py)
-            cases += [Case(id=f"{s.id}.t{k}", shape=s, timing=True,
-                           seed=derive_seed(ctx.secret, sp.id, s.id, 1000 + k))
-                      for s in shapes for k in range(self.setup.timing.checked_per_shape)]
-        if sp.problem.interface == "module":
-            # A timed loop builds one module for its shape: its checked calls share its seed.
-            first = {c.shape.id: c.seed for c in reversed(cases) if c.timing}
-            cases = [replace(c, module_seed=derive_module_seed(
-                ctx.secret, first[c.shape.id] if c.timing else c.seed)) for c in cases]
-        # What moves as files: the correctness cases' inputs and outputs (a checked timed
-        # call's inputs are drawn where it runs, and only its outputs' samples travel).
-        per_shape = {s.id: sum(1 for c in cases if c.shape.id == s.id and not c.timing)
-                     for s in shapes}
-        parts = batching.batches(sp.problem, shapes, per_shape, ctx.scheduling.batch_bytes)
+        cases = problem_cases(ctx.secret, sp, shapes, n_seeds, self.setup.timing)
+        counts = per_shape(cases, shapes)
+        parts = batching.batches(sp.problem, shapes, counts, ctx.scheduling.batch_bytes)
         return Planned(sp=sp, kernel=kernel, rel=rel, source=source,
                        static=static, image=image.tag, image_id=image.id, cases=cases,
-                       per_shape=per_shape, parts=parts, phases=phases)
+                       per_shape=counts, parts=parts, phases=phases)
 
     def batch(self, plan: Planned, k: int) -> Batch | None:
         """Batch `k` of `plan` for run_pair (made once: its standby and its run share it), or

@@ -151,17 +151,12 @@ class Runner:
 
     def batches(self, sp: SuiteProblem, shapes: list[Shape]) -> Iterator[list[Case]]:
         """The cases of `shapes` in batches whose inputs fit the budget (run/plan.py)."""
-        from grader.grading.seeds import derive_module_seed, derive_seed
-        from grader.model.runs import Case
+        from grader.grading.seeds import per_shape, problem_cases
         from grader.run import plan
 
-        cases = [Case(id=f"{s.id}.{k}", shape=s, seed=derive_seed(self.secret, sp.id, s.id, k))
-                 for s in shapes for k in range(self.seeds)]
-        if sp.problem.interface == "module":
-            cases = [Case(id=c.id, shape=c.shape, seed=c.seed,
-                          module_seed=derive_module_seed(self.secret, c.seed)) for c in cases]
-        per_shape = {s.id: self.seeds for s in shapes}
-        for part in plan.batches(sp.problem, shapes, per_shape, self.budget_bytes):
+        cases = problem_cases(self.secret, sp, shapes, self.seeds, None)
+        for part in plan.batches(sp.problem, shapes, per_shape(cases, shapes),
+                                 self.budget_bytes):
             ids = {s.id for s in part}
             yield [c for c in cases if c.shape.id in ids]
 

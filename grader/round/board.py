@@ -12,13 +12,27 @@ from typing import Literal
 
 from grader.model.results import Report
 from grader.round.commit import report_differences
-from grader.round.model import Board, BoardRow, Commitment, Manifest, Outcome, ReferenceBatch
+from grader.round.model import (
+    PREPARED_BY,
+    Board,
+    BoardRow,
+    Commitment,
+    Manifest,
+    Outcome,
+    Prepared,
+    ReferenceBatch,
+)
 from grader.scoring.leaderboard import Scored, leaderboard
 from grader.verdicts import SEVERITY
 
 
-def _references(outcomes: Mapping[str, Outcome]) -> list[ReferenceBatch]:
-    found: dict[str, tuple[str, int, list[str], int]] = {}
+def _references(outcomes: Mapping[str, Outcome], prepared: Prepared | None
+                ) -> list[ReferenceBatch]:
+    """Each batch's reference: who computed it (an entry, or `grader round prepare` before
+    them) and how many entries reused it."""
+    found: dict[str, tuple[str, int, list[str], int]] = {
+        b.key: (b.problem, b.cases, [PREPARED_BY], 0)
+        for b in (prepared.batches if prepared else []) if b.status == "kept"}
     for name in sorted(outcomes):
         for use in outcomes[name].references:
             problem, cases, computed, reused = found.get(use.key, (use.problem, use.cases,
@@ -33,10 +47,12 @@ def _references(outcomes: Mapping[str, Outcome]) -> list[ReferenceBatch]:
 
 
 def build_board(manifest: Manifest, outcomes: Mapping[str, Outcome],
-                reports: Mapping[str, Report], commitment: Commitment | None = None) -> Board:
+                reports: Mapping[str, Report], commitment: Commitment | None = None,
+                prepared: Prepared | None = None) -> Board:
     """The leaderboard: graded entries ranked (reports from one suite, policy, hardware and
     weights version; scoring.leaderboard refuses others), then the rest. With the round's
-    `commitment`, an entry graded with images other than the committed ones is noted."""
+    `commitment`, an entry graded with images other than the committed ones is noted;
+    `prepared`: the references computed before the entries."""
     declared = {e.name: e.declared_name for e in manifest.entries}
     graded = [e.name for e in manifest.entries if e.name in reports
               and outcomes.get(e.name) is not None and outcomes[e.name].status == "graded"]
@@ -83,4 +99,4 @@ def build_board(manifest: Manifest, outcomes: Mapping[str, Outcome],
     return Board(round_id=manifest.round_id, suite=manifest.suite, settings=manifest.settings,
                  hardware=hardware, problems=columns, rows=rows,
                  ties=[names for _, names in sorted(by_rank.items()) if len(names) > 1],
-                 references=_references(outcomes), notes=notes)
+                 references=_references(outcomes, prepared), notes=notes)

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 
 from grader import __version__
 from grader.errors import ExposedHostPath, InfraError, RoundMismatch, UsageError
 from grader.grading.checkpoint import commitment, host_fs
+from grader.grading.factory import build_grader
 from grader.grading.progress import Progress
 from grader.model.results import Report
 from grader.round.board import build_board
@@ -33,13 +35,17 @@ from grader.round.commit import (
 from grader.round.entries import find_entries, stage
 from grader.round.entry import grade_entry
 from grader.round.model import (
+    PREPARED_BY,
     Board,
     Commitment,
     Manifest,
     ManifestEntry,
+    Prepared,
+    PreparedRef,
     Settings,
     SuiteRef,
 )
+from grader.round.refcache import ReferenceCache
 from grader.round.render import RENDERERS
 from grader.round.request import (
     RoundPresentation,
@@ -241,7 +247,7 @@ def finish(rd: RoundDir, manifest: Manifest) -> Board:
         rep = rd.report(name) if o.status == "graded" else None
         if rep is not None:
             reports[name] = rep
-    board = build_board(manifest, outcomes, reports, rd.load_commitment())
+    board = build_board(manifest, outcomes, reports, rd.load_commitment(), rd.prepared())
     with host_fs("cannot write the leaderboard"):
         for fname, render in RENDERERS.values():
             (rd.root / fname).write_text(render(board), encoding="utf-8")
@@ -257,6 +263,40 @@ def commit_round(req: RoundRequest, progress: Progress) -> tuple[Commitment, str
     rd.save_suite(suite.directory)
     return make_commitment(rd, suite=suite, suite_ref=suite_ref(suite),
                            settings=settings_of(req), run=req.run, progress=progress)
+
+
+def prepare_round(req: RoundRequest, progress: Progress) -> Prepared:
+    """`grader round prepare`: a committed round's references, computed before its entries
+    and kept in its folder (grading/prepare.py), so that its first entry grades as every
+    later one does; the record, also written into the folder (prepared.json). Batches kept
+    already are not computed again: a prepare that stopped can be run again."""
+    if not req.shared_references:
+        raise UsageError("--no-shared-references: such a round keeps no references to prepare")
+    rd = RoundDir(req.out_dir)
+    req, suite = _suite(req, rd)
+    check_round_dir(req, rd)
+    secret = rd.secret()
+    if rd.load_commitment() is None or secret is None:
+        raise UsageError(f"{rd.root}: no committed round to prepare (the references are "
+                         "computed under its secret and settings)",
+                         hint="grader round commit -o ROUND_DIR first, with the options the "
+                         "round will grade with")
+    if req.run.secret is not None and req.run.secret != secret:
+        raise RoundMismatch("--seed-secret is not the committed secret (seed.secret)",
+                            hint="leave --seed-secret out: the round takes seed.secret")
+    check_commitment(req, rd, suite, suite_ref(suite), secret, progress)
+    t0 = time.monotonic()
+    grader = build_grader(replace(req.run, seed_secret=secret.hex()), progress)
+    batches = grader.prepare(suite, ReferenceCache(rd.references, PREPARED_BY))
+    # A batch an earlier prepare kept stays its (the leaderboard says who computed it).
+    last = rd.prepared()
+    earlier = {b.key: b for b in (last.batches if last else []) if b.status == "kept"}
+    prepared = Prepared(created_at=datetime.now(UTC), grader_version=__version__,
+                        wall_s=time.monotonic() - t0,
+                        batches=[earlier.get(b.key) or PreparedRef(**asdict(b))
+                                 for b in batches])
+    rd.save_prepared(prepared)
+    return prepared
 
 
 def run_round(req: RoundRequest, show: RoundPresentation, progress: Progress) -> Board:

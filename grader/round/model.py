@@ -82,6 +82,34 @@ class RefUse(Frozen):
     computed: bool  # True: this entry ran the reference (and kept it); False: reused it
 
 
+# The name a prepared batch gives as its `computed_by` on the leaderboard.
+PREPARED_BY = "(round prepare)"
+
+
+class PreparedRef(Frozen):
+    """One batch's reference as `grader round prepare` left it (grading/prepare.py)."""
+
+    problem: str
+    key: str  # "" where its problem could not be planned (detail says why)
+    cases: int
+    # kept: computed and kept; kept already: found kept; not kept: computed, no room to keep
+    # it; failed: the reference failed (each entry runs it, and gets the verdict it gives)
+    status: Literal["kept", "kept already", "not kept", "failed"]
+    detail: str = ""
+    wall_s: float = 0.0
+
+
+class Prepared(Frozen):
+    """The round's references computed before its entries (`grader round prepare`): its
+    last run's record."""
+
+    format: Literal[1] = FORMAT
+    created_at: datetime
+    grader_version: str
+    wall_s: float
+    batches: list[PreparedRef]
+
+
 class Outcome(Frozen):
     """One entry's grading as the round's checkpoint keeps it."""
 

@@ -10,6 +10,7 @@
       entries/<entry>/           each entry's reports (report.json, ...) and its own checkpoint
       .round/<entry>.json        each entry's outcome: the round's checkpoint
       .references/<key>/         the references computed once for the round (0700, host only)
+      prepared.json              what `grader round prepare` computed before the entries
       leaderboard.{json,md,html}
 """
 
@@ -24,7 +25,7 @@ from grader.errors import UsageError
 from grader.files import atomic_write
 from grader.grading.checkpoint import host_fs
 from grader.model.results import Report
-from grader.round.model import Commitment, Manifest, Outcome
+from grader.round.model import Commitment, Manifest, Outcome, Prepared
 
 SECRET = "seed.secret"
 
@@ -40,6 +41,7 @@ class RoundDir:
         self.entries = root / "entries"
         self.outcomes = root / ".round"
         self.references = root / ".references"
+        self.prepared_file = root / "prepared.json"
 
     def entry_dir(self, name: str) -> Path:
         return self.entries / name
@@ -101,6 +103,18 @@ class RoundDir:
         try:
             return bytes.fromhex(self.secret_file.read_text(encoding="ascii").strip())
         except (OSError, ValueError):
+            return None
+
+    def save_prepared(self, prepared: Prepared) -> None:
+        with host_fs(f"cannot write {self.prepared_file}"):
+            atomic_write(self.prepared_file, prepared.model_dump_json(indent=1) + "\n")
+
+    def prepared(self) -> Prepared | None:
+        """The record of the round's prepared references; None when none were (or it is
+        unreadable: the leaderboard then lists only what the entries computed)."""
+        try:
+            return Prepared.model_validate_json(self.prepared_file.read_bytes())
+        except (OSError, ValidationError):
             return None
 
     def save_outcome(self, outcome: Outcome) -> None:

@@ -143,7 +143,7 @@ def verify_round(root: Path, *, suite_roots: Sequence[Path] = (), secret_hex: st
     committed = _commitment(rd, manifest, commitment_file, got)
     if committed is not None:
         _images(committed, outcomes, reports, got)
-    board = build_board(manifest, outcomes, reports, committed)
+    board = build_board(manifest, outcomes, reports, committed, rd.prepared())
     try:
         saved = Board.model_validate_json((rd.root / "leaderboard.json").read_bytes())
     except (OSError, ValidationError) as exc:

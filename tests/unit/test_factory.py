@@ -79,9 +79,10 @@ def test_every_grading_is_built_by_the_factory() -> None:
     for name in ("Grader", "Detector"):
         assert sorted(m for m, t in trees.items() if _called(t, name)) == [
             "grading/factory.py"], name
-    # grader run, a round's entry, selftest; suite check's reference sandbox.
+    # grader run, a round's entry and its prepared references, selftest; suite check's
+    # reference sandbox.
     assert sorted(m for m, t in trees.items() if _called(t, "build_grader")) == [
-        "cli/selftest.py", "grading/runner.py", "round/entry.py"]
+        "cli/selftest.py", "grading/runner.py", "round/conduct.py", "round/entry.py"]
     assert sorted(m for m, t in trees.items() if _called(t, "reference_sandbox")) == [
         "cli/suite.py"]
 

@@ -125,3 +125,23 @@ def test_the_spread_of_one_folder_graded_twice(tmp_path: Path) -> None:
     assert abs(spread.median_cv - 2 ** 0.5 / 11) < 1e-12  # stdev of (10, 12) over 11
     assert spread.max_cv == spread.median_cv and spread.worst[0][2] == [10.0, 12.0]
     assert "2 shapes, median 12.86%" in bench.spread_lines([spread])[0]
+
+
+def test_after_a_prepare_every_entry_is_a_later_one(tmp_path: Path) -> None:
+    """With the references prepared before the round (--prepare), no entry computed any: all
+    are measured against the later entries' target, and the cost model starts from the
+    prepare's time."""
+    bench = _bench()
+    costs = bench.entry_costs(_round(tmp_path))
+    prepare = bench.Prepare(wall_s=90.0, exit=0, batches={"kept": 3},
+                            by_problem_s={"a": 60.0, "b": 30.0},
+                            not_kept=["c: not kept: past its problem's share"])
+    lines = bench.summary(costs, whole_suite_on_gpu=True, prepare=prepare)
+    assert lines[0] == "references prepared before the entries: 90.0 s"
+    assert not any(line.startswith(("first entry", "target first")) for line in lines)
+    assert "later entries (2): median 200.0 s, max 250.0 s" in lines
+    assert "one GPU, N entries: about 90.0 + N x 200.0 s" in lines
+    assert "target later <= 180 s: NOT met" in lines
+    line = bench.prepare_line(prepare)
+    assert line.startswith("prepare: 90.0 s (exit 0); batches: 3 kept; slowest: a 60.0 s, b 30.0 s")
+    assert line.endswith("\n  c: not kept: past its problem's share")

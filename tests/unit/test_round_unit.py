@@ -34,7 +34,17 @@ from grader.report.render import write_reports
 from grader.round.board import build_board
 from grader.round.conduct import finish, pending
 from grader.round.entries import find_entries, safe_name, sha256_file
-from grader.round.model import Manifest, ManifestEntry, Outcome, RefUse, Settings, SuiteRef
+from grader.round.model import (
+    PREPARED_BY,
+    Manifest,
+    ManifestEntry,
+    Outcome,
+    Prepared,
+    PreparedRef,
+    RefUse,
+    Settings,
+    SuiteRef,
+)
 from grader.round.refcache import ReferenceCache
 from grader.round.render import board_html, board_markdown
 from grader.round.request import suite_digest
@@ -173,9 +183,8 @@ def _key(seed: int = 7) -> str:
     shape = SimpleNamespace(id="s", params={"n": 4})
     case = Case(id="s.0", shape=shape, seed=seed)  # type: ignore[arg-type]
     suite = SimpleNamespace(id="demo", info=SimpleNamespace(version="0.2.0"))
-    plan = SimpleNamespace(sp=SimpleNamespace(id="vector_add"), image="img:1")
-    return batch_key(suite, plan, [case], SimpleNamespace(device="cpu", timing=None),  # type: ignore[arg-type]
-                     "cpu")
+    return batch_key(suite, "vector_add", "img:1", [case],  # type: ignore[arg-type]
+                     SimpleNamespace(device="cpu", timing=None), "cpu")  # type: ignore[arg-type]
 
 
 def test_reference_cache_keeps_a_whole_folder_once(tmp_path: Path) -> None:
@@ -425,3 +434,24 @@ def test_a_reference_the_host_cannot_keep_is_said_and_the_batch_goes_on(tmp_path
     assert said == ["vector_add: cannot keep its reference for the round: "
                     "[Errno 28] No space left on device"]
     assert asked == ["vector_add"]
+
+
+def test_board_names_the_prepare_as_the_computer_of_what_it_kept(tmp_path: Path) -> None:
+    """References computed before the entries (`grader round prepare`) are listed as the
+    prepare's; only those it kept: a batch it found kept, or could not keep, was not its."""
+    rd, manifest = _round(tmp_path)
+    outcomes = {e.name: o for e in manifest.entries if (o := rd.outcome(e.name))}
+    reports = {n: r for n in outcomes if (r := rd.report(n))}
+    batch = {"problem": "vector_add", "cases": 2}
+    prepared = Prepared(created_at=datetime(2026, 1, 5, tzinfo=UTC), grader_version="0.1.0",
+                        wall_s=3.0, batches=[
+                            PreparedRef(key="p" * 64, status="kept", **batch),
+                            PreparedRef(key="k" * 64, status="kept already", **batch),
+                            PreparedRef(key="n" * 64, status="not kept", **batch)])
+    board = build_board(manifest, outcomes, reports, prepared=prepared)
+    assert [(r.key[0], r.computed_by, r.reused_by) for r in board.references] == [
+        ("k", ["a"], 2), ("p", [PREPARED_BY], 0)]
+    rd.save_prepared(prepared)
+    assert rd.prepared() == prepared
+    rd.prepared_file.write_text("{not json")
+    assert rd.prepared() is None  # the board then lists what the entries computed

@@ -1,0 +1,140 @@
+"""`grader round prepare` with the real engine, on the CPU demo suite: a committed round's
+references computed before its entries, every entry then graded on them as a later entry is,
+with the verdicts of grading it alone under the round's secret; a prepare run again keeps
+what it kept; what it refuses; and a suite whose reference fails, left to the entries."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.intake.tools import create_bundle
+from grader.model.results import Report
+from grader.paths import PROBLEM_BUNDLES, REPO
+from grader.round.model import PREPARED_BY
+from grader.round.refcache import META
+from grader.round.store import RoundDir
+
+pytestmark = pytest.mark.docker
+
+TWO = ["--suite", "demo", "--problem", "vector_add", "--problem", "rmsnorm"]
+
+
+def _grader(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, cwd=REPO, check=False, timeout=300)
+
+
+def _essence(rep: Report) -> list[Any]:
+    return [(p.id, p.verdict, p.detail, [(s.id, s.verdict, s.detail, s.comparisons,
+                                          s.error_excerpt) for s in p.shapes])
+            for p in rep.problems]
+
+
+def test_prepared_references_grade_every_entry_as_a_later_one(  # type: ignore[no-untyped-def]
+        engine, runtime, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    res = _grader("round", "commit", "-o", str(out), *TWO, "-q")
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = _grader("round", "prepare", "-o", str(out), *TWO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "references: 2 kept" in res.stdout, res.stdout
+    rd = RoundDir(out)
+    prepared = rd.prepared()
+    assert prepared is not None
+    assert [(b.problem, b.status) for b in prepared.batches] == [
+        ("vector_add", "kept"), ("rmsnorm", "kept")]
+    kept = {b.key for b in prepared.batches}
+    metas = [json.loads((out / ".references" / k / META).read_text()) for k in kept]
+    assert {m["computed_by"] for m in metas} == {PREPARED_BY}
+    assert (out / ".references").stat().st_mode & 0o077 == 0
+
+    # Run again: nothing computed, and the record still says the prepare computed them.
+    res = _grader("round", "prepare", "-o", str(out), *TWO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stderr.count("kept already") == 2, res.stderr
+    again = rd.prepared()
+    assert again is not None and [b.status for b in again.batches] == ["kept", "kept"]
+
+    bundles = tmp_path / "entries"
+    bundles.mkdir()
+    create_bundle(REPO / "examples" / "triton", bundles / "triton.tar")
+    create_bundle(REPO / "examples" / "torch-fallback", bundles / "fallback.tar")
+    res = _grader("round", str(bundles), "-o", str(out), *TWO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    for name in ("triton", "fallback"):
+        outcome = rd.outcome(name)
+        assert outcome is not None and outcome.status == "graded"
+        # the first entry graded too: on the prepared references, its entry's container alone
+        assert {(u.key, u.computed) for u in outcome.references} == {(k, False) for k in kept}
+        rep = rd.report(name)
+        assert rep is not None
+        assert not any(p.phases_s.get("reference") for p in rep.problems), rep.problems
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert {(r["problem"], tuple(r["computed_by"]), r["reused_by"])
+            for r in board["references"]} == {("vector_add", (PREPARED_BY,), 2),
+                                               ("rmsnorm", (PREPARED_BY,), 2)}
+    res = _grader("round", "verify", str(out))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "leaderboard.json equals the board recomputed" in res.stdout
+
+    # The verdicts and their evidence are those of grading the entry alone under the secret.
+    secret = (out / "seed.secret").read_text().strip()
+    for name in ("triton", "fallback"):
+        alone = tmp_path / f"alone-{name}"
+        res = _grader("run", str(bundles / f"{name}.tar"), "-o", str(alone), *TWO[2:],
+                      "--seed-secret", secret)
+        assert res.returncode == 0, res.stderr[-3000:]
+        rep = rd.report(name)
+        assert rep is not None
+        assert _essence(rep) == _essence(
+            Report.model_validate_json((alone / "report.json").read_bytes()))
+
+
+def test_prepare_refuses_what_the_round_would_not_grade(tmp_path: Path) -> None:
+    """No commitment, other options than the committed ones, a round that keeps no
+    references: refused before any container runs."""
+    out = tmp_path / "r"
+    res = _grader("round", "prepare", "-o", str(out), *TWO)
+    assert res.returncode == 2 and "no committed round to prepare" in res.stderr, res.stderr
+    assert "grader round commit" in res.stderr
+    res = _grader("round", "commit", "-o", str(out), *TWO, "-q")
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = _grader("round", "prepare", "-o", str(out), *TWO, "--seeds", "2")
+    assert res.returncode == 6 and "setting seeds_per_shape: 2, committed None" in res.stderr
+    res = _grader("round", "prepare", "-o", str(out), *TWO, "--seed-secret", "00" * 32)
+    assert res.returncode == 6 and "not the committed secret" in res.stderr, res.stderr
+    res = _grader("round", "prepare", "-o", str(out), *TWO, "--no-shared-references")
+    assert res.returncode == 2 and "keeps no references" in res.stderr, res.stderr
+    assert not (out / ".references").exists() and not (out / "prepared.json").exists()
+
+
+def test_a_failing_reference_is_left_to_the_entries(  # type: ignore[no-untyped-def]
+        engine, runtime, tmp_path: Path) -> None:
+    """A reference that raises is not kept: the record says so, and the entry runs it and
+    gets the suite's fault as its verdict, as without a prepare."""
+    suites = tmp_path / "suites"
+    shutil.copytree(PROBLEM_BUNDLES / "demo", suites / "demo")
+    ref = suites / "demo" / "vector_add" / "reference.py"
+    ref.write_text(ref.read_text() + "\n\ndef reference(*inputs):\n"
+                   "    raise RuntimeError('the organiser broke this')\n")
+    opts = ["--suite", "demo", "--suites", str(suites), "--problem", "vector_add"]
+    out = tmp_path / "r"
+    res = _grader("round", "commit", "-o", str(out), *opts, "-q")
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = _grader("round", "prepare", "-o", str(out), *opts)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "vector_add: failed: reference_error" in res.stdout, res.stdout
+    prepared = RoundDir(out).prepared()
+    assert prepared is not None and [b.status for b in prepared.batches] == ["failed"]
+    assert not (out / ".references").exists()  # nothing was kept
+    res = _grader("round", str(REPO / "examples" / "triton"), "-o", str(out), *opts)
+    rep = RoundDir(out).report("triton")
+    assert rep is not None, res.stderr[-3000:]
+    assert {s.verdict for s in rep.problems[0].shapes} == {"reference_error"}
