@@ -41,7 +41,8 @@
 #                    --ahead-depth D, SERVE=1 with --serve, BESIDE=on|off
 #                    with --time-beside on|off, PREPARE=1 after `grader round commit` and
 #                    `grader round prepare` (timed apart: every entry a later one; with
-#                    prepared.json under $OUT/round-.../)
+#                    prepared.json under $OUT/round-.../); PREPARE=round or PREPARE=atrex
+#                    for the round: or the atrex steps only
 #   atrex[:P,..[:N]]  all of Atrex-Bench as a round (issue 32): build/atrex-bench (carry it:
 #                    alibaba/atrex-bench's data/ at eb8697d, docs/import.md) imported as
 #                    /tmp/suites/atrex-bench, bench/atrex_entry.py's entry (our Triton kernels
@@ -139,7 +140,8 @@ run_round() {  # run_round NAME N round_speed.py options...: a round, its report
   python3 bench/round_speed.py -n "$n" "$@" \
     --device cuda --runtime host --python "$PY" --time-limit "$left" \
     ${AHEAD_DEPTH:+--ahead-depth "$AHEAD_DEPTH"} ${SERVE:+--serve} \
-    ${BESIDE:+--time-beside "$BESIDE"} ${PREPARE:+--prepare} \
+    ${BESIDE:+--time-beside "$BESIDE"} \
+    $(case "${PREPARE:-}" in 1|"$kind") echo --prepare ;; esac) \
     -o "/tmp/$name" --json "$OUT/$name.json" --progress "$OUT/$name.progress.jsonl" 2>&1 \
     | tee "$OUT/$name.md"
   mkdir -p "$OUT/$name"
@@ -232,14 +234,14 @@ for step in "${steps[@]}"; do
              ropts=(); IFS=, read -ra ps <<<"$only"
              for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
              for e in ${ROUND_ENTRIES:-}; do ropts+=(--entry "$e"); done
-             run_round "$(round_name "round-$suite" "$only")" "${n:-3}" --suite "$suite" \
+             kind=round run_round "$(round_name "round-$suite" "$only")" "${n:-3}" --suite "$suite" \
                "${ropts[@]}" ;;
     atrex-entry) atrex_entry ;;
     atrex|atrex:*) IFS=: read -r _ only n <<<"$step"
                    atrex_entry || continue
                    ropts=(); IFS=, read -ra ps <<<"$only"
                    for p in "${ps[@]}"; do ropts+=(--problem "$p"); done
-                   run_round "$(round_name round-atrex-bench "$only")" "${n:-2}" \
+                   kind=atrex run_round "$(round_name round-atrex-bench "$only")" "${n:-2}" \
                      --suite atrex-bench --suites /tmp/suites --entry /tmp/atrex-entry \
                      "${ropts[@]}" ;;
     verify:*) name=${step#verify:}
