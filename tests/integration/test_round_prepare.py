@@ -31,6 +31,15 @@ def _grader(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, cwd=REPO, check=False, timeout=300)
 
 
+def _commit_and_prepare(out: Path, *opts: str) -> str:
+    """The round in `out` committed, then prepared; the prepare's standard output."""
+    res = _grader("round", "commit", "-o", str(out), *opts, "-q")
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = _grader("round", "prepare", "-o", str(out), *opts)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res.stdout
+
+
 def _essence(rep: Report) -> list[Any]:
     return [(p.id, p.verdict, p.detail, [(s.id, s.verdict, s.detail, s.comparisons,
                                           s.error_excerpt) for s in p.shapes])
@@ -40,11 +49,8 @@ def _essence(rep: Report) -> list[Any]:
 def test_prepared_references_grade_every_entry_as_a_later_one(  # type: ignore[no-untyped-def]
         engine, runtime, tmp_path: Path) -> None:
     out = tmp_path / "r"
-    res = _grader("round", "commit", "-o", str(out), *TWO, "-q")
-    assert res.returncode == 0, res.stderr[-3000:]
-    res = _grader("round", "prepare", "-o", str(out), *TWO)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "references: 2 kept" in res.stdout, res.stdout
+    said = _commit_and_prepare(out, *TWO)
+    assert "references: 2 kept" in said, said
     rd = RoundDir(out)
     prepared = rd.prepared()
     assert prepared is not None
@@ -126,11 +132,8 @@ def test_a_failing_reference_is_left_to_the_entries(  # type: ignore[no-untyped-
                    "    raise RuntimeError('the organiser broke this')\n")
     opts = ["--suite", "demo", "--suites", str(suites), "--problem", "vector_add"]
     out = tmp_path / "r"
-    res = _grader("round", "commit", "-o", str(out), *opts, "-q")
-    assert res.returncode == 0, res.stderr[-3000:]
-    res = _grader("round", "prepare", "-o", str(out), *opts)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "vector_add: failed: reference_error" in res.stdout, res.stdout
+    said = _commit_and_prepare(out, *opts)
+    assert "vector_add: failed: reference_error" in said, said
     prepared = RoundDir(out).prepared()
     assert prepared is not None and [b.status for b in prepared.batches] == ["failed"]
     assert not (out / ".references").exists()  # nothing was kept
