@@ -92,6 +92,7 @@ class Prepare:
     exit: int | None  # None: stopped
     stopped: str | None = None
     batches: dict[str, int] = field(default_factory=dict)  # by status (prepared.json)
+    bytes: dict[str, int] = field(default_factory=dict)  # the references' folders, by status
     by_problem_s: dict[str, float] = field(default_factory=dict)  # reference wall per problem
     not_kept: list[str] = field(default_factory=list)  # "problem: status: detail"
 
@@ -111,6 +112,7 @@ def run_prepare(commit: list[str], prepare: list[str], out: Path, limit_s: float
     if record is not None:
         for b in record.batches:
             got.batches[b.status] = got.batches.get(b.status, 0) + 1
+            got.bytes[b.status] = got.bytes.get(b.status, 0) + b.bytes
             got.by_problem_s[b.problem] = got.by_problem_s.get(b.problem, 0.0) + b.wall_s
             if b.status in ("not kept", "failed"):
                 got.not_kept.append(f"{b.problem}: {b.status}: {b.detail}")
@@ -119,7 +121,8 @@ def run_prepare(commit: list[str], prepare: list[str], out: Path, limit_s: float
 
 def prepare_line(p: Prepare) -> str:
     state = f"stopped {p.stopped}" if p.stopped else f"exit {p.exit}"
-    batches = ", ".join(f"{n} {s}" for s, n in p.batches.items()) or "no record"
+    batches = ", ".join(f"{n} {s} ({p.bytes.get(s, 0) / 1e9:.1f} GB)"
+                        for s, n in p.batches.items()) or "no record"
     slow = sorted(p.by_problem_s.items(), key=lambda kv: -kv[1])[:5]
     return (f"prepare: {p.wall_s:.1f} s ({state}); batches: {batches}; slowest: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in slow)

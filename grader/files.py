@@ -4,6 +4,7 @@ whole or not at all, so that a full disk or a kill never leaves half of one behi
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -24,3 +25,10 @@ def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
+
+
+def regular_files(folder: Path) -> dict[Path, int]:
+    """The regular files directly in `folder` (no links followed), with their sizes."""
+    with os.scandir(folder) as it:
+        return {Path(e.path): st.st_size for e in it
+                if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode)}

@@ -27,6 +27,7 @@ from typing import Literal
 
 import psutil
 
+from grader.files import regular_files
 from grader.formats.problem import Shape
 from grader.grading.progress import Progress
 from grader.grading.reuse import References, batch_key
@@ -58,6 +59,7 @@ class PreparedBatch:
     status: Status
     detail: str = ""
     wall_s: float = 0.0
+    bytes: int = 0  # its reference's folder (what a keep takes), where it ran
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,32 +98,34 @@ def prepare_problem(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem
         key = batch_key(prep.suite, sp.id, image, mine, setup, prep.settings.runtime)
         label = sp.id if len(parts) == 1 else f"{sp.id} [{k + 1}/{len(parts)}]"
         t0 = time.monotonic()
-        status, detail = _batch(prep, setup, sp, image, part, mine, counts, key, label)
+        status, detail, size = _batch(prep, setup, sp, image, part, mine, counts, key, label)
         prep.progress(f"{label}: {status}" + (f" ({detail})" if detail else ""))
         out.append(PreparedBatch(problem=sp.id, key=key, cases=len(mine), status=status,
-                                 detail=detail, wall_s=time.monotonic() - t0))
+                                 detail=detail, wall_s=time.monotonic() - t0, bytes=size))
     return out
 
 
 def _batch(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
            part: list[Shape], cases: list[Case], counts: dict[str, int], key: str, label: str
-           ) -> tuple[Status, str]:
-    """One batch's reference run and kept, unless kept already; what became of it."""
+           ) -> tuple[Status, str, int]:
+    """One batch's reference run and kept, unless kept already; what became of it, and the
+    bytes of its reference's folder (0 where none ran)."""
     if prep.store.folder(key) is not None:
-        return "kept already", ""
+        return "kept already", "", 0
     prep.progress(f"{label}: reference ({len(cases)} cases)")
     limits = batching.reference_limits(prep.reference_limits, sp.problem, part, counts,
                                        psutil.virtual_memory().available)
     with reference_run(setup, image, cases, limits, sp.problem) as (ref, ref_dir):
+        size = sum(regular_files(ref_dir).values())
         failure = reference_failure(ref, computed_first(cases))
         if failure is not None:
             verdict, detail, _ = failure
-            return "failed", f"{verdict}: {detail}; each entry runs it"
+            return "failed", f"{verdict}: {detail}; each entry runs it", size
         try:
             prep.store.keep(key, ref_dir, problem=sp.id, cases=[c.id for c in cases])
         except OSError as exc:
-            return "not kept", f"{exc}; each entry runs it"
-    return "kept", ""
+            return "not kept", f"{exc}; each entry runs it", size
+    return "kept", "", size
 
 
 def prepare_all(prep: Preparation, setups: list[WorkerSetup], todo: list[SuiteProblem]

@@ -97,6 +97,7 @@ class PreparedRef(Frozen):
     status: Literal["kept", "kept already", "not kept", "failed"]
     detail: str = ""
     wall_s: float = 0.0
+    bytes: int = 0  # its reference's folder, where one ran
 
 
 class Prepared(Frozen):

@@ -26,22 +26,26 @@ import errno
 import json
 import os
 import shutil
-import stat
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.files import regular_files
 from grader.harness import tensors
 
 FORMAT = 1
 META = "meta.json"  # written last into a batch's folder: the folder is complete
-# The share of the cache's file system a keep leaves free: the round's reports, checkpoints and
-# the engine's images live there too. Atrex-Bench's references alone come to more than the
-# GPU hosts' 64 GiB disks (block_scaled_mm: 57 GiB): the batches that do not fit are computed
-# again for each entry, and the disk never fills.
+# The share of the cache's file system a keep leaves free, at most RESERVE_MAX: the round's
+# reports and checkpoints (megabytes) live there too, and often the engine's images (built
+# before the round: `grader round commit`). Atrex-Bench's references alone come to more than the
+# GPU hosts' 64 GiB free (block_scaled_mm: 57 GiB): the batches that do not fit are computed
+# again for each entry, and the disk never fills. A tenth alone left 25 GB of those 64 GiB to
+# the host (a disk of 252 GB), and the batches it turned away cost every later entry of
+# Atrex-Bench minutes (docs/benchmarks.md, "Twenty-third session").
 RESERVE = 0.1
+RESERVE_MAX = 8 << 30
 # One problem's kept folders may take at most this share of the room the cache may still fill
 # (free space less RESERVE) when its first batch is kept; its batches past that are computed
 # again for each entry. In a suite's order one large problem would take the room of many small
@@ -51,6 +55,11 @@ RESERVE = 0.1
 # fp8_blockscale_fused_moe, 20.7 GiB a seed, whose outputs are 0.2 GiB) would turn small ones
 # away.
 PROBLEM_SHARE = 0.5
+
+
+def host_reserve(total: int) -> int:
+    """The bytes of a file system of `total` bytes that the round's keeps leave free."""
+    return min(int(total * RESERVE), RESERVE_MAX)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +103,7 @@ class ReferenceCache:
         """Copy a usable reference's folder in (regular files only), whole or not at all: a
         folder beside the others, renamed into place once its META is written. Another
         worker that got there first wins. OSError when the host cannot write it, when it
-        would leave less than RESERVE of the disk free, or when it would take its problem's
+        would leave less than host_reserve of the disk free, or when it would take its problem's
         kept folders past PROBLEM_SHARE of the room left when its first batch came: the
         worker says so, the round loses only the reuse."""
         self._note(Use(problem=problem, key=key, cases=len(cases), computed=True))
@@ -104,12 +113,10 @@ class ReferenceCache:
         claimed = 0
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with os.scandir(ref_dir) as it:
-                files = {Path(e.path): st.st_size for e in it
-                         if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode)}
+            files = regular_files(ref_dir)
             size = sum(files.values())
             disk = shutil.disk_usage(self.root)
-            reserve = int(disk.total * RESERVE)
+            reserve = host_reserve(disk.total)
             room = disk.free - reserve
             if size > room:  # known before a byte is copied, not after tens of GiB
                 raise OSError(errno.ENOSPC, f"{size} bytes to keep, {disk.free} free, "

@@ -57,6 +57,8 @@ def test_prepared_references_grade_every_entry_as_a_later_one(  # type: ignore[n
     assert [(b.problem, b.status) for b in prepared.batches] == [
         ("vector_add", "kept"), ("rmsnorm", "kept")]
     kept = {b.key for b in prepared.batches}
+    assert all(b.bytes == sum(f.stat().st_size for f in (out / ".references" / b.key).iterdir()
+                              if f.name != META) for b in prepared.batches)
     metas = [json.loads((out / ".references" / k / META).read_text()) for k in kept]
     assert {m["computed_by"] for m in metas} == {PREPARED_BY}
     assert (out / ".references").stat().st_mode & 0o077 == 0

@@ -133,7 +133,7 @@ def test_after_a_prepare_every_entry_is_a_later_one(tmp_path: Path) -> None:
     prepare's time."""
     bench = _bench()
     costs = bench.entry_costs(_round(tmp_path))
-    prepare = bench.Prepare(wall_s=90.0, exit=0, batches={"kept": 3},
+    prepare = bench.Prepare(wall_s=90.0, exit=0, batches={"kept": 3}, bytes={"kept": 25 * 10**8},
                             by_problem_s={"a": 60.0, "b": 30.0},
                             not_kept=["c: not kept: past its problem's share"])
     lines = bench.summary(costs, whole_suite_on_gpu=True, prepare=prepare)
@@ -143,5 +143,6 @@ def test_after_a_prepare_every_entry_is_a_later_one(tmp_path: Path) -> None:
     assert "one GPU, N entries: about 90.0 + N x 200.0 s" in lines
     assert "target later <= 180 s: NOT met" in lines
     line = bench.prepare_line(prepare)
-    assert line.startswith("prepare: 90.0 s (exit 0); batches: 3 kept; slowest: a 60.0 s, b 30.0 s")
+    assert line.startswith("prepare: 90.0 s (exit 0); batches: 3 kept (2.5 GB); slowest: a 60.0 s, "
+                           "b 30.0 s")
     assert line.endswith("\n  c: not kept: past its problem's share")

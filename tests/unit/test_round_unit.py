@@ -45,7 +45,7 @@ from grader.round.model import (
     Settings,
     SuiteRef,
 )
-from grader.round.refcache import ReferenceCache
+from grader.round.refcache import ReferenceCache, host_reserve
 from grader.round.render import board_html, board_markdown
 from grader.round.request import suite_digest
 from grader.round.store import RoundDir
@@ -228,6 +228,11 @@ def test_a_reference_too_large_for_the_cache_is_not_kept_and_costs_nothing(
             cache.keep(_key(), ref, problem="vector_add", cases=["s.0"])
         assert cache.folder(_key()) is None
         assert [p.name for p in (small / "cache").iterdir()] == []
+
+
+def test_the_host_keeps_a_tenth_of_a_small_disk_and_8_gib_of_a_large_one() -> None:
+    assert host_reserve(20 << 30) == 2 << 30
+    assert host_reserve(252 * 10**9) == 8 << 30  # the GPU host's: not 25 GB
 
 
 @pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
