@@ -68,8 +68,8 @@ DEFAULT_ENTRIES = {"llm-inference": ("solutions/llm-inference", "solutions/llm-i
 # sets none for Atrex-Bench's first entry).
 TARGETS: dict[str, tuple[float | None, float]] = {"llm-inference": (300.0, 180.0),
                                                   "atrex-bench": (None, 600.0)}
-PARTS = ("image", "ref_container", "ref_inputs", "ref_topup", "ref_keep", "entry_container",
-         "entry_start", "entry_wait", "entry_import", "timed", "judge")
+PARTS = ("image", "ref_container", "ref_inputs", "ref_topup", "ref_outputs", "ref_keep",
+         "entry_container", "entry_start", "entry_wait", "entry_import", "timed", "judge")
 
 
 @dataclass(kw_only=True)
@@ -139,6 +139,8 @@ def problem_parts(p: ProblemResult) -> dict[str, float]:
             "ref_inputs": ph.get("reference.inputs", 0.0),
             # the checked timed calls a loop reached beyond what the reference computed first
             "ref_topup": ph.get("reference_topup", 0.0),
+            # a light-kept batch's correctness outputs computed again after the entry
+            "ref_outputs": ph.get("reference_outputs", 0.0),
             # copying a computed reference into the round's store, on the judging thread
             "ref_keep": ph.get("reference_keep", 0.0),
             "entry_container": ph.get("entry", 0.0),

@@ -43,10 +43,11 @@ from grader.run.sequential import reference_run
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
 
-# What became of one batch's reference: computed and kept; kept already (by an entry, or an
-# earlier prepare); computed but not kept (the host's room, or its problem's share of it);
-# failed (an entry runs it again, and gets the verdict that run gives).
-Status = Literal["kept", "kept already", "not kept", "failed"]
+# What became of one batch's reference: computed and kept; kept light (without its correctness
+# outputs, which each entry's batch computes alone: round/refcache.py); kept already (by an
+# entry, or an earlier prepare); computed but not kept (the host's room); failed (an entry
+# runs it again, and gets the verdict that run gives).
+Status = Literal["kept", "kept light", "kept already", "not kept", "failed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,9 +123,12 @@ def _batch(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
             verdict, detail, _ = failure
             return "failed", f"{verdict}: {detail}; each entry runs it", size
         try:
-            prep.store.keep(key, ref_dir, problem=sp.id, cases=[c.id for c in cases])
+            kind = prep.store.keep(key, ref_dir, problem=sp.id, cases=[c.id for c in cases],
+                                   outputs=[c.id for c in cases if not c.timing])
         except OSError as exc:
             return "not kept", f"{exc}; each entry runs it", size
+    if kind == "light":
+        return "kept light", "no room for its outputs: each entry computes those alone", size
     return "kept", "", size
 
 

@@ -14,21 +14,23 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from grader.formats.problem import Shape
+from grader.grading.phases import add
 from grader.grading.planned import Planned
 from grader.grading.progress import Progress
-from grader.model.evidence import read_out_dir
+from grader.model.evidence import OutDir, read_out_dir
 from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
 from grader.run.ahead import Beside, Standby
 from grader.run.batch import Batch
 from grader.run.cached import cached_entry
 from grader.run.jobs import WorkerSetup
+from grader.run.sequential import reference_run
 from grader.run.served import Server
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite
@@ -45,6 +47,11 @@ Judge = Callable[[Planned, list[Shape], list[Case], Evidence, Evidence, Limits,
                   contextlib.ExitStack], str]
 
 
+# A reference run that cannot be used: its verdict for the batch's shapes added to the plan,
+# its logs returned; None when it can (Worker._unusable).
+Unusable = Callable[[Planned, Evidence, list[Shape], list[Case]], str | None]
+
+
 class References(Protocol):
     """Reference folders computed once and reused, by batch key (a round's cache)."""
 
@@ -52,10 +59,17 @@ class References(Protocol):
         """The kept folder of `key`, or None when none is kept (complete ones only)."""
         ...
 
-    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
+    def light(self, key: str) -> dict[str, int]:
+        """The correctness cases whose expected outputs the folder of `key` was kept without
+        (case id -> bytes): each entry's batch computes them again. Empty: kept whole."""
+        ...
+
+    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
+             outputs: Sequence[str] = ()) -> Literal["whole", "light"]:
         """Keep `ref_dir`, a usable reference's folder that ran here, for later entries (a
-        folder kept already stays). OSError when the host cannot, or keeps the room for the
-        problems after `problem`: only the reuse is lost."""
+        folder kept already stays): whole, or where that does not fit, light, without the
+        expected outputs of `outputs` (its correctness cases). OSError when the host cannot,
+        or keeps the room for the problems after `problem`: only the reuse is lost."""
         ...
 
     def reused(self, key: str, *, problem: str, cases: int) -> None:
@@ -100,20 +114,31 @@ class RoundReferences:
             self.store.reused(key, problem=plan.sp.id, cases=len(plan.part_cases(k)))
         return folder
 
+    def light(self, plan: Planned, k: int) -> dict[str, int]:
+        """The outputs the round's folder of batch `k` was kept without (RoundReferences)."""
+        return self.store.light(self.key(plan, k)) if self.store is not None else {}
+
     def keep(self, plan: Planned, k: int, ref_dir: Path) -> None:
         """A usable reference of batch `k` kept for the round's later entries."""
         if self.store is None:
             return
+        cases = plan.part_cases(k)
         try:
-            self.store.keep(self.key(plan, k), ref_dir, problem=plan.sp.id,
-                            cases=[c.id for c in plan.part_cases(k)])
+            kind = self.store.keep(self.key(plan, k), ref_dir, problem=plan.sp.id,
+                                   cases=[c.id for c in cases],
+                                   outputs=[c.id for c in cases if not c.timing])
         except OSError as exc:  # the host's: only the reuse is lost
             self.progress(f"{plan.label(k)}: cannot keep its reference for the round: {exc}")
+            return
+        if kind == "light":
+            self.progress(f"{plan.label(k)}: kept for the round without its expected outputs "
+                          "(no room for them): later entries compute those alone")
 
 
 def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
                  batch: Batch, counted: bool, beside: Beside | None,
-                 progress: Progress, judge: Judge,
+                 progress: Progress, judge: Judge, unusable: Unusable,
+                 light: Mapping[str, int] | None = None,
                  server: Callable[[], Server | None] | None = None) -> str:
     """`batch`, batch `k` of `plan`, graded on the kept reference in `ref_dir`, running the
     entry's container only (in its standby when one was started ahead, else as a worker of
@@ -121,13 +146,19 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
 
     The entry's limits are those `grader run` would give it: the batch's (from the
     problem's count where `counted`, else the configured ones), raised when the reference's
-    outputs need more, as run_pair does."""
+    outputs need more, as run_pair does.
+
+    `light`: the correctness cases whose expected outputs the round kept the folder without
+    (case id -> bytes). After the entry's container, a reference container computes those
+    alone (no timed loop: the kept folder has its timings and checked calls), as a first
+    entry's top-up does (Worker._topup); a run that cannot be used is `unusable`'s (the
+    batch's shapes get its verdict, as when a first entry's reference fails)."""
     cases, shapes = plan.part_cases(k), plan.parts[k]
     standby = plan.standbys.pop(k, None)
     if isinstance(standby, Standby):  # started before the round had kept this batch
         standby.close()
         standby = None
-    limits = batching.entry_limits(batch.entry_limits, ref_dir, cases)
+    limits = batching.entry_limits(batch.entry_limits, ref_dir, cases, light)
     if counted and limits.output_bytes <= batch.entry_limits.output_bytes:
         limits = batch.entry_limits
     out = read_out_dir(ref_dir)
@@ -139,5 +170,27 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
         entry = stack.enter_context(cached_entry(
             setup, replace(batch, entry_limits=limits), ref_dir, standby=standby,
             beside=beside, server=server))
+        if light:
+            todo = [c for c in cases if c.id in light]
+            progress(f"{plan.label(k)}: reference on its {len(todo)} correctness cases (the "
+                     "round kept it without their outputs)")
+            fresh, _ = stack.enter_context(reference_run(
+                setup, batch.image, todo, batch.ref_limits, batch.problem, topup=True))
+            add(plan.phases, {"reference_outputs": fresh.exit.wall_s})
+            if (logs := unusable(plan, fresh, shapes, todo)) is not None:
+                return logs
+            out = with_outputs(out, fresh.out, todo)
         return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits,
                      stack.pop_all())
+
+
+def with_outputs(kept: OutDir, fresh: OutDir, cases: list[Case]) -> OutDir:
+    """A light-kept reference's folder (`kept`) with the expected outputs of `cases` and their
+    case records from `fresh`, the run that computed them again."""
+    ids = {c.id for c in cases}
+    assert kept.result is not None and fresh.result is not None  # both usable (checked)
+    records = {**kept.result.cases, **{i: r for i, r in fresh.result.cases.items() if i in ids}}
+    return replace(kept, result=kept.result.model_copy(update={"cases": records}),
+                   tensor_files={**kept.tensor_files, **{
+                       key: path for key, path in fresh.tensor_files.items() if key[0] in ids}},
+                   anomalies=[*kept.anomalies, *fresh.anomalies])

@@ -334,7 +334,8 @@ class Worker:
             plan.logs = grade_cached(
                 self.setup, plan, k, kept, batch=counted or self._plain_batch(plan, k),
                 counted=counted is not None, beside=beside, progress=self.ctx.progress,
-                judge=self.judge, server=lambda: self._server(plan))
+                judge=self.judge, unusable=self._unusable, light=self.refs.light(plan, k),
+                server=lambda: self._server(plan))
             return
         plan.started = plan.started or time.monotonic()
         label, cases, shapes = plan.label(k), plan.part_cases(k), plan.parts[k]

@@ -14,6 +14,7 @@ from grader.model.results import Report
 from grader.round.commit import report_differences
 from grader.round.model import (
     PREPARED_BY,
+    PREPARED_KEPT,
     Board,
     BoardRow,
     Commitment,
@@ -32,7 +33,7 @@ def _references(outcomes: Mapping[str, Outcome], prepared: Prepared | None
     them) and how many entries reused it."""
     found: dict[str, tuple[str, int, list[str], int]] = {
         b.key: (b.problem, b.cases, [PREPARED_BY], 0)
-        for b in (prepared.batches if prepared else []) if b.status == "kept"}
+        for b in (prepared.batches if prepared else []) if b.status in PREPARED_KEPT}
     for name in sorted(outcomes):
         for use in outcomes[name].references:
             problem, cases, computed, reused = found.get(use.key, (use.problem, use.cases,

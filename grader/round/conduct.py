@@ -36,6 +36,7 @@ from grader.round.entries import find_entries, stage
 from grader.round.entry import grade_entry
 from grader.round.model import (
     PREPARED_BY,
+    PREPARED_KEPT,
     Board,
     Commitment,
     Manifest,
@@ -290,7 +291,7 @@ def prepare_round(req: RoundRequest, progress: Progress) -> Prepared:
     batches = grader.prepare(suite, ReferenceCache(rd.references, PREPARED_BY))
     # A batch an earlier prepare kept stays its (the leaderboard says who computed it).
     last = rd.prepared()
-    earlier = {b.key: b for b in (last.batches if last else []) if b.status == "kept"}
+    earlier = {b.key: b for b in (last.batches if last else []) if b.status in PREPARED_KEPT}
     prepared = Prepared(created_at=datetime.now(UTC), grader_version=__version__,
                         wall_s=time.monotonic() - t0,
                         batches=[earlier.get(b.key) or PreparedRef(**asdict(b))

@@ -84,6 +84,8 @@ class RefUse(Frozen):
 
 # The name a prepared batch gives as its `computed_by` on the leaderboard.
 PREPARED_BY = "(round prepare)"
+# The statuses of a batch that `grader round prepare` computed and kept.
+PREPARED_KEPT = ("kept", "kept light")
 
 
 class PreparedRef(Frozen):
@@ -92,9 +94,10 @@ class PreparedRef(Frozen):
     problem: str
     key: str  # "" where its problem could not be planned (detail says why)
     cases: int
-    # kept: computed and kept; kept already: found kept; not kept: computed, no room to keep
+    # kept: computed and kept; kept light: kept without its correctness outputs (each entry
+    # computes those alone); kept already: found kept; not kept: computed, no room to keep
     # it; failed: the reference failed (each entry runs it, and gets the verdict it gives)
-    status: Literal["kept", "kept already", "not kept", "failed"]
+    status: Literal["kept", "kept light", "kept already", "not kept", "failed"]
     detail: str = ""
     wall_s: float = 0.0
     bytes: int = 0  # its reference's folder, where one ran

@@ -15,6 +15,13 @@ outputs never leave the host. Its container is started ahead of its turn, beside
 before, as a first entry's are (run.ahead.EntryStandby, cached_entry): it imports while that
 batch runs, and that batch's timed loops wait until it is at its gate.
 
+A batch whose folder does not fit the room left (or its problem's share of it) is kept light
+when that fits: its result, timings, recipe and checked timed calls' samples, without its
+correctness cases' expected outputs (the bulk: Atrex-Bench's block_scaled_mm, 5-12 GB a
+batch). A later entry's batch then runs its entry alone as on a whole folder, and after it a
+reference container that computes only those outputs (grading.reuse.grade_cached): no
+timed loop, no checked calls, and no pairing with the entry's container.
+
 The cache is a folder of the round's (`ROUND_DIR/.references/`, mode 0700) on the host; no
 container ever has it bound. On `--runtime host` the round checks that no bind of the host's
 interpreter reaches it (round/conduct.py).
@@ -29,11 +36,14 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from grader.files import regular_files
 from grader.harness import tensors
+from grader.harness.protocol import EXPECTED, case_file
 
 FORMAT = 1
 META = "meta.json"  # written last into a batch's folder: the folder is complete
@@ -60,6 +70,10 @@ PROBLEM_SHARE = 0.5
 def host_reserve(total: int) -> int:
     """The bytes of a file system of `total` bytes that the round's keeps leave free."""
     return min(int(total * RESERVE), RESERVE_MAX)
+
+
+# How a batch's reference was kept: whole, or light (without its correctness outputs).
+Kept = Literal["whole", "light"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,47 +113,82 @@ class ReferenceCache:
     def reused(self, key: str, *, problem: str, cases: int) -> None:
         self._note(Use(problem=problem, key=key, cases=cases, computed=False))
 
-    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
+    def light(self, key: str) -> dict[str, int]:
+        """The outputs a kept folder was kept without (a light keep: case id -> bytes), empty
+        for a whole one."""
+        try:
+            meta = json.loads((self.root / key / META).read_text())
+        except (OSError, ValueError):
+            return {}
+        light = meta.get("light") if isinstance(meta, dict) else None
+        return {str(k): int(v) for k, v in light.items()} if isinstance(light, dict) else {}
+
+    def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
+             outputs: Sequence[str] = ()) -> Kept:
         """Copy a usable reference's folder in (regular files only), whole or not at all: a
         folder beside the others, renamed into place once its META is written. Another
-        worker that got there first wins. OSError when the host cannot write it, when it
-        would leave less than host_reserve of the disk free, or when it would take its problem's
-        kept folders past PROBLEM_SHARE of the room left when its first batch came: the
-        worker says so, the round loses only the reuse."""
+        worker that got there first wins. A folder that does not fit (below) is kept light
+        when that fits: without the expected outputs of `outputs` (the batch's correctness
+        cases), which each later entry's batch computes again in a reference run of their
+        own after its entry (grading/reuse.grade_cached); its result, timings, recipe and the
+        checked timed calls' samples are kept. OSError when the host cannot write it, when
+        even that would leave less than host_reserve of the disk free, or when the whole
+        folder would take its problem's kept folders past PROBLEM_SHARE of the room left
+        when its first batch came and the light one does not fit: the worker says so, the
+        round loses only the reuse."""
         self._note(Use(problem=problem, key=key, cases=len(cases), computed=True))
         if self.folder(key) is not None:
-            return
+            return "whole"
         tmp = self.root / f".part-{uuid.uuid4().hex}"
         claimed = 0
+        kind: Kept
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             files = regular_files(ref_dir)
-            size = sum(files.values())
-            disk = shutil.disk_usage(self.root)
-            reserve = host_reserve(disk.total)
-            room = disk.free - reserve
-            if size > room:  # known before a byte is copied, not after tens of GiB
-                raise OSError(errno.ENOSPC, f"{size} bytes to keep, {disk.free} free, "
-                              f"{reserve} of them left to the host")
-            with self._lock:  # claimed before the copy: workers keep batches side by side
-                share = self._share.setdefault(problem, int(PROBLEM_SHARE * room))
-                kept = self._kept.get(problem, 0)
-                if kept + size > share:
-                    raise OSError(errno.ENOSPC, f"{size} bytes to keep, past its problem's "
-                                  f"share of the room ({kept} of {share} bytes kept): left "
-                                  "to the problems after it")
-                self._kept[problem] = kept + size
-                claimed = size
+            left = {ref_dir / case_file(c, EXPECTED) for c in outputs}
+            light = {f.name.removesuffix(f".{EXPECTED}"): size for f, size in files.items()
+                     if f in left}
+            size, kind = sum(files.values()), "whole"
+            try:
+                claimed = self._claim(problem, size, share=True)
+            except OSError:
+                if not light:
+                    raise
+                files = {f: n for f, n in files.items() if f not in left}
+                size, kind = sum(files.values()), "light"
+                claimed = self._claim(problem, size, share=False)
             tmp.mkdir(mode=0o700)
             for f in files:
                 tensors.copy_file(f, tmp / f.name)
             (tmp / META).write_text(json.dumps(
                 {"format": FORMAT, "problem": problem, "cases": cases,
-                 "computed_by": self.entry, "created": time.time()}, indent=1))
+                 "computed_by": self.entry, "created": time.time(),
+                 **({"light": light} if kind == "light" else {})}, indent=1))
             os.rename(tmp, self.root / key)
             claimed = 0
+            return kind
         finally:
             if claimed:
                 with self._lock:
                     self._kept[problem] -= claimed
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _claim(self, problem: str, size: int, *, share: bool) -> int:
+        """`size` bytes of the room claimed for `problem`, before a byte is copied (workers
+        keep batches side by side); OSError when they would leave less than host_reserve of
+        the disk free, or (`share`) take the problem past its share of the room."""
+        disk = shutil.disk_usage(self.root)
+        reserve = host_reserve(disk.total)
+        room = disk.free - reserve
+        if size > room:  # known before a byte is copied, not after tens of GiB
+            raise OSError(errno.ENOSPC, f"{size} bytes to keep, {disk.free} free, "
+                          f"{reserve} of them left to the host")
+        with self._lock:
+            limit = self._share.setdefault(problem, int(PROBLEM_SHARE * room))
+            kept = self._kept.get(problem, 0)
+            if share and kept + size > limit:
+                raise OSError(errno.ENOSPC, f"{size} bytes to keep, past its problem's "
+                              f"share of the room ({kept} of {limit} bytes kept): left "
+                              "to the problems after it")
+            self._kept[problem] = kept + size
+        return size

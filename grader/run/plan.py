@@ -23,7 +23,7 @@ outputs filled the entry's fixed 256 MiB one). So:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -133,16 +133,20 @@ def entry_limits_from_count(base: Limits, problem: Problem, shapes: list[Shape],
     return replace(base, output_bytes=output, memory_bytes=base.memory_bytes + output + 2 * largest)
 
 
-def entry_limits(base: Limits, ref_dir: Path, cases: list[Case]) -> Limits:
+def entry_limits(base: Limits, ref_dir: Path, cases: list[Case],
+                 missing: Mapping[str, int] | None = None) -> Limits:
     """The entry's limits for a batch, from what the reference wrote for its cases: the
-    expected outputs' files (a checked timed call's samples where it has none yet), and the
-    bytes of the largest case's inputs as its case record says (the entry draws the same
-    inputs where it runs them)."""
+    expected outputs' files (a checked timed call's samples where it has none yet; `missing`:
+    the bytes of those a round's light keep left out, by case), and the bytes of the largest
+    case's inputs as its case record says (the entry draws the same inputs where it runs
+    them)."""
     outputs = 0
     for c in cases:
         ref = ref_dir / case_file(c.id, EXPECTED)
         if ref.is_file():
             outputs += ref.stat().st_size
+        elif missing and c.id in missing:
+            outputs += missing[c.id]
         elif c.timing:  # computed only once a loop reaches it (model/timed.py)
             outputs += TIMED_CASE_SLACK
     case_ids = [c.id for c in cases]

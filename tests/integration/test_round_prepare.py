@@ -1,14 +1,17 @@
 """`grader round prepare` with the real engine, on the CPU demo suite: a committed round's
 references computed before its entries, every entry then graded on them as a later entry is,
 with the verdicts of grading it alone under the round's secret; a prepare run again keeps
-what it kept; what it refuses; and a suite whose reference fails, left to the entries."""
+what it kept; what it refuses; a suite whose reference fails, left to the entries; and
+references kept light, without their outputs, on a disk with no room for them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.round.model import PREPARED_BY
 from grader.round.refcache import META
 from grader.round.store import RoundDir
+from grader.sandbox import capped
 
 pytestmark = pytest.mark.docker
 
@@ -143,3 +147,57 @@ def test_a_failing_reference_is_left_to_the_entries(  # type: ignore[no-untyped-
     rep = RoundDir(out).report("triton")
     assert rep is not None, res.stderr[-3000:]
     assert {s.verdict for s in rep.problems[0].shapes} == {"reference_error"}
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path, size: int) -> Iterator[None]:
+    """`folder` a tmpfs of `size` bytes for the block: a round's references on a full disk."""
+    folder.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
+                    str(folder)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
+def test_references_without_room_for_their_outputs_are_kept_light(  # type: ignore[no-untyped-def]
+        engine, runtime, tmp_path: Path) -> None:
+    """A round whose references' disk has room for a batch's result and recipe but not its
+    expected outputs keeps it light: the first entry says so, the later one runs its entry
+    alone and then a reference container on the correctness cases only, and its verdicts are
+    those of grading it alone; a prepare on such a disk says `kept light`."""
+    one = ["--suite", "demo", "--problem", "vector_add"]
+    bundles = tmp_path / "entries"
+    bundles.mkdir()
+    create_bundle(REPO / "examples" / "triton", bundles / "triton.tar")
+    create_bundle(REPO / "examples" / "torch-fallback", bundles / "fallback.tar")
+    out = tmp_path / "r"
+    with _small_disk(out / ".references", 48 << 10):
+        res = _grader("round", str(bundles), "-o", str(out), *one)
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert "kept for the round without its expected outputs" in res.stderr, res.stderr
+        rd = RoundDir(out)
+        [key] = [p.name for p in (out / ".references").iterdir()]
+        meta = json.loads((out / ".references" / key / META).read_text())
+        assert sorted(meta["light"]) == ["smoke_4099.0", "smoke_4099.1"]
+        assert not list((out / ".references" / key).glob("*.ref"))
+        first, later = rd.outcome("fallback"), rd.outcome("triton")
+        assert first is not None and later is not None
+        assert [u.computed for u in first.references] == [True]
+        assert [u.computed for u in later.references] == [False]
+        assert "reference on its 2 correctness cases" in res.stderr
+        rep = rd.report("triton")
+        assert rep is not None and rep.problems[0].phases_s["reference_outputs"] > 0
+        secret = (out / "seed.secret").read_text().strip()
+        res = _grader("run", str(bundles / "triton.tar"), "-o", str(tmp_path / "alone"),
+                      *one[2:], "--seed-secret", secret)
+        assert res.returncode == 0, res.stderr[-3000:]
+        alone = Report.model_validate_json((tmp_path / "alone" / "report.json").read_bytes())
+        assert _essence(rep) == _essence(alone)
+        assert [p.verdict for p in rep.problems] == ["passed"]
+    prepared = tmp_path / "p"
+    with _small_disk(prepared / ".references", 48 << 10):
+        said = _commit_and_prepare(prepared, *one)
+        assert "references: 1 kept light" in said, said

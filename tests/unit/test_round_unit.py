@@ -45,7 +45,7 @@ from grader.round.model import (
     Settings,
     SuiteRef,
 )
-from grader.round.refcache import ReferenceCache, host_reserve
+from grader.round.refcache import META, ReferenceCache, host_reserve
 from grader.round.render import board_html, board_markdown
 from grader.round.request import suite_digest
 from grader.round.store import RoundDir
@@ -416,7 +416,11 @@ def test_a_reference_the_host_cannot_keep_is_said_and_the_batch_goes_on(tmp_path
         def folder(self, key: str) -> Path | None:
             return None
 
-        def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str]) -> None:
+        def light(self, key: str) -> dict[str, int]:
+            return {}
+
+        def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
+                 outputs: list[str]) -> str:
             asked.append(problem)
             raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -460,3 +464,32 @@ def test_board_names_the_prepare_as_the_computer_of_what_it_kept(tmp_path: Path)
     assert rd.prepared() == prepared
     rd.prepared_file.write_text("{not json")
     assert rd.prepared() is None  # the board then lists what the entries computed
+
+
+@pytest.mark.skipif(not capped.can_mount(), reason="needs root to mount a tmpfs")
+def test_a_folder_past_the_room_is_kept_light_without_its_outputs(tmp_path: Path) -> None:
+    """A batch's folder past its problem's share is kept without its correctness cases'
+    expected outputs when those are named (its result, recipe and checked calls' samples
+    stay), and the folder says what it lacks; one with nothing to leave out is refused as
+    before, and one that fits is kept whole."""
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    (ref / "s.0.ref").write_bytes(b"\0" * (6 << 20))  # the correctness case's outputs
+    (ref / "s.t0.ref").write_bytes(b"\1" * 1024)  # a checked timed call's samples
+    (ref / "result.json").write_text("{}")
+    with capped.capped_dir(10 << 20, owner=os.getuid()) as disk:  # room 9 MiB, share 4.5
+        cache = ReferenceCache(disk / "cache", "first")
+        kind = cache.keep(_key(), ref, problem="vector_add", cases=["s.0", "s.t0"],
+                          outputs=["s.0"])
+        folder = cache.folder(_key())
+        assert kind == "light" and folder is not None
+        assert sorted(p.name for p in folder.iterdir()) == [META, "result.json", "s.t0.ref"]
+        assert cache.light(_key()) == {"s.0": 6 << 20}
+        with pytest.raises(OSError, match="past its problem's share"):
+            cache.keep(_key(8), ref, problem="vector_add", cases=["s.0"])
+        assert cache.folder(_key(8)) is None
+        (ref / "s.0.ref").write_bytes(b"\0" * 1024)
+        assert cache.keep(_key(9), ref, problem="rmsnorm", cases=["s.0"],
+                          outputs=["s.0"]) == "whole"
+        assert cache.light(_key(9)) == {}
+        assert [u.computed for u in cache.uses] == [True, True, True]
