@@ -288,14 +288,19 @@ def prepare_round(req: RoundRequest, progress: Progress) -> Prepared:
     check_commitment(req, rd, suite, suite_ref(suite), secret, progress)
     t0 = time.monotonic()
     grader = build_grader(replace(req.run, seed_secret=secret.hex()), progress)
-    batches = grader.prepare(suite, ReferenceCache(rd.references, PREPARED_BY))
-    # A batch an earlier prepare kept stays its (the leaderboard says who computed it).
+    cache = ReferenceCache(rd.references, PREPARED_BY)
+    batches = [PreparedRef(**asdict(b)) for b in grader.prepare(suite, cache)]
+    # A batch an earlier prepare kept stays its (the leaderboard says who computed it): by
+    # the earlier record, or where that run stopped before writing one, by the folder's own.
     last = rd.prepared()
     earlier = {b.key: b for b in (last.batches if last else []) if b.status in PREPARED_KEPT}
+    for i, b in enumerate(batches):
+        if b.status == "kept already" and cache.computed_by(b.key) == PREPARED_BY:
+            batches[i] = earlier.get(b.key) or b.model_copy(update={
+                "status": "kept light" if cache.light(b.key) else "kept",
+                "detail": "by an earlier prepare"})
     prepared = Prepared(created_at=datetime.now(UTC), grader_version=__version__,
-                        wall_s=time.monotonic() - t0,
-                        batches=[earlier.get(b.key) or PreparedRef(**asdict(b))
-                                 for b in batches])
+                        wall_s=time.monotonic() - t0, batches=batches)
     rd.save_prepared(prepared)
     return prepared
 

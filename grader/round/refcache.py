@@ -113,15 +113,24 @@ class ReferenceCache:
     def reused(self, key: str, *, problem: str, cases: int) -> None:
         self._note(Use(problem=problem, key=key, cases=cases, computed=False))
 
-    def light(self, key: str) -> dict[str, int]:
-        """The outputs a kept folder was kept without (a light keep: case id -> bytes), empty
-        for a whole one."""
+    def _meta(self, key: str) -> dict[str, object]:
         try:
             meta = json.loads((self.root / key / META).read_text())
         except (OSError, ValueError):
             return {}
-        light = meta.get("light") if isinstance(meta, dict) else None
+        return meta if isinstance(meta, dict) else {}
+
+    def light(self, key: str) -> dict[str, int]:
+        """The outputs a kept folder was kept without (a light keep: case id -> bytes), empty
+        for a whole one."""
+        light = self._meta(key).get("light")
         return {str(k): int(v) for k, v in light.items()} if isinstance(light, dict) else {}
+
+    def computed_by(self, key: str) -> str | None:
+        """Who computed the kept folder of `key` (an entry's name, or `grader round
+        prepare`'s); None when none is kept."""
+        by = self._meta(key).get("computed_by")
+        return by if isinstance(by, str) else None
 
     def keep(self, key: str, ref_dir: Path, *, problem: str, cases: list[str],
              outputs: Sequence[str] = ()) -> Kept:

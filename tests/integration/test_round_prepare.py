@@ -72,7 +72,14 @@ def test_prepared_references_grade_every_entry_as_a_later_one(  # type: ignore[n
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stderr.count("kept already") == 2, res.stderr
     again = rd.prepared()
-    assert again is not None and [b.status for b in again.batches] == ["kept", "kept"]
+    assert again is not None and again.batches == prepared.batches
+    # A prepare that stopped before its record: the folders still say who computed them.
+    rd.prepared_file.unlink()
+    res = _grader("round", "prepare", "-o", str(out), *TWO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    again = rd.prepared()
+    assert again is not None
+    assert [(b.status, b.detail) for b in again.batches] == [("kept", "by an earlier prepare")] * 2
 
     bundles = tmp_path / "entries"
     bundles.mkdir()
