@@ -12,8 +12,10 @@ entry's batch will look for. The first entry then grades as every later one does
 
 Nothing of an entry runs here, and nothing here changes what an entry is graded on: the
 reference, its job and its container are those of an entry's batch, and the key covers
-everything they depend on. A batch that cannot be kept (past its problem's share of the
-room) or whose reference fails is left for the entries, which run it as they would have.
+everything they depend on. A batch without room for its outputs is kept light (its result,
+timings and samples: each entry's batch computes its outputs alone, round/refcache.py); one
+that cannot be kept even so, or whose reference fails, is left for the entries, which run it
+as they would have.
 """
 
 from __future__ import annotations
@@ -165,4 +167,3 @@ def failure(sp: SuiteProblem, exc: Exception) -> PreparedBatch:
     why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
     return PreparedBatch(problem=sp.id, key="", cases=0, status="failed",
                          detail=f"{why}; each entry runs its references")
-
