@@ -19,17 +19,18 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from grader.errors import InfraError
 from grader.formats.problem import Shape
-from grader.grading.phases import add
+from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Planned
 from grader.grading.progress import Progress
 from grader.model.evidence import OutDir, read_out_dir
 from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
-from grader.run.ahead import Beside, Standby
+from grader.run.ahead import Beside, ReferenceStandby, Standby
 from grader.run.batch import Batch
 from grader.run.cached import cached_entry
-from grader.run.jobs import WorkerSetup
+from grader.run.jobs import WorkerSetup, topup_job
 from grader.run.sequential import reference_run
 from grader.run.served import Server
 from grader.sandbox.spec import Limits
@@ -149,10 +150,12 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
     outputs need more, as run_pair does.
 
     `light`: the correctness cases whose expected outputs the round kept the folder without
-    (case id -> bytes). After the entry's container, a reference container computes those
-    alone (no timed loop: the kept folder has its timings and checked calls), as a first
-    entry's top-up does (Worker._topup); a run that cannot be used is `unusable`'s (the
-    batch's shapes get its verdict, as when a first entry's reference fails)."""
+    (case id -> bytes). Once the entry's container has exited, a reference container
+    computes those alone (no timed loop: the kept folder has its timings and checked calls),
+    as a first entry's top-up does (Worker._topup); it is started gated beside the entry
+    (run.ahead.ReferenceStandby), its cold imports off the batch's path. A run that cannot be
+    used is `unusable`'s (the batch's shapes get its verdict, as when a first entry's
+    reference fails)."""
     cases, shapes = plan.part_cases(k), plan.parts[k]
     standby = plan.standbys.pop(k, None)
     if isinstance(standby, Standby):  # started before the round had kept this batch
@@ -167,21 +170,47 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
     plan.started = plan.started or time.monotonic()
     progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
     with contextlib.ExitStack() as stack:
+        todo = [c for c in cases if c.id in light] if light else []
+        ahead = _reference_ahead(setup, batch, todo, progress, plan.label(k))
+        if ahead is not None:
+            stack.callback(ahead.close)
+            if beside is not None:  # the entry's timed loops wait for its imports too
+                beside = Beside((*beside.standbys, ahead), beside.after)
         entry = stack.enter_context(cached_entry(
             setup, replace(batch, entry_limits=limits), ref_dir, standby=standby,
             beside=beside, server=server))
-        if light:
-            todo = [c for c in cases if c.id in light]
+        if todo:
             progress(f"{plan.label(k)}: reference on its {len(todo)} correctness cases (the "
                      "round kept it without their outputs)")
-            fresh, _ = stack.enter_context(reference_run(
-                setup, batch.image, todo, batch.ref_limits, batch.problem, topup=True))
-            add(plan.phases, {"reference_outputs": fresh.exit.wall_s})
+            fresh = ahead.run() if ahead is not None else None
+            if fresh is None:
+                fresh, _ = stack.enter_context(reference_run(
+                    setup, batch.image, todo, batch.ref_limits, batch.problem, topup=True))
+            # its harness's own counts too: "standby" and "gate" when it was started ahead
+            add(plan.phases, {"reference_outputs": fresh.exit.wall_s, **{
+                f"reference_outputs.{k.split('.', 1)[1]}": v
+                for k, v in harness_phases("reference", fresh).items()}})
             if (logs := unusable(plan, fresh, shapes, todo)) is not None:
                 return logs
             out = with_outputs(out, fresh.out, todo)
         return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits,
                      stack.pop_all())
+
+
+def _reference_ahead(setup: WorkerSetup, batch: Batch, todo: list[Case], progress: Progress,
+                     label: str) -> ReferenceStandby | None:
+    """The reference container for `todo` (a light-kept batch's correctness cases), started
+    gated beside the batch's entry; None when there is nothing to compute, or it cannot
+    start (the batch then starts one after its entry)."""
+    if not todo:
+        return None
+    try:
+        return ReferenceStandby(setup, batch.image, topup_job(setup, todo, batch.problem),
+                                batch.ref_limits)
+    except Exception as exc:  # not the batch's failure: its reference starts afresh after
+        why = exc.message if isinstance(exc, InfraError) else f"{type(exc).__name__}: {exc}"
+        progress(f"{label}: cannot start its reference ahead: {why}")
+        return None
 
 
 def with_outputs(kept: OutDir, fresh: OutDir, cases: list[Case]) -> OutDir:

@@ -1,7 +1,8 @@
 """A batch's containers started ahead of their turn, beside the batch before: both (Standby),
 or the entry's alone where a round has the reference already (EntryStandby), the entry's a
-worker of its serving container where there is one (run.served); and the standbys a running
-batch waits for before its timed loops (Beside).
+worker of its serving container where there is one (run.served); a light-kept batch's
+reference, beside its own entry (ReferenceStandby); and the standbys a running batch waits
+for before its timed loops (Beside).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from grader.harness.protocol import GATE_FILE, GO_FILE, START_FILE
 from grader.model.channel import read_frames
+from grader.model.evidence import read_out_dir
+from grader.model.runs import Evidence
 from grader.run.batch import Batch
 from grader.run.jobs import (
     WorkerSetup,
@@ -30,7 +33,7 @@ from grader.run.jobs import (
 from grader.run.served import Server, Slot
 from grader.sandbox.capped import capped_dir
 from grader.sandbox.engine import POLL_S, Container
-from grader.sandbox.spec import Role
+from grader.sandbox.spec import Limits, Role
 
 # The longest a standby's containers may take to reach their gates (a cold `import torch` on a
 # loaded host is seconds): one that has not is dropped, and its batch starts afresh.
@@ -189,6 +192,43 @@ class EntryStandby(_Gated):
         return [(self.ent, self._entry_at_gate(self.ent), self.ent_in)]
 
 
+class ReferenceStandby(_Gated):
+    """A reference container alone, started gated on `job` (a job of cases only, no timed
+    loop: jobs.topup_job): a light-kept batch's correctness outputs (grading.reuse, the
+    round's light keeps). Started beside the batch's entry, it makes its cold imports there
+    and waits at its gate; `run`, once the entry has exited, computes and exits, so that
+    its container's start is not in the batch's path."""
+
+    def __init__(self, setup: WorkerSetup, image: str, job: dict[str, object],
+                 limits: Limits) -> None:
+        self._stack = contextlib.ExitStack()
+        try:
+            self.ref_in = self._stack.enter_context(fresh_in_dir())
+            self.ref_out = self._stack.enter_context(capped_dir(limits.output_bytes))
+            write_job(self.ref_in, job)
+            self.ref = self._stack.enter_context(setup.engine.start(container_spec(
+                setup, image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out), limits,
+                gated=True)))
+        except BaseException:
+            self._stack.close()
+            raise
+        self.since = time.monotonic()
+
+    def _gates(self) -> list[tuple[Container, bool, Path]]:
+        return [(self.ref, (self.ref_out / GATE_FILE).exists(), self.ref_in)]
+
+    def run(self) -> Evidence | None:
+        """Its run, once it has been at its gate: released now (its wall clock from now) and
+        waited for; its folder stays until `close`. None (and closed) when it never got
+        there within GATE_WAIT_S or died on the way: its batch runs a reference afresh."""
+        self.settle()
+        if not self.usable():
+            self.close()
+            return None
+        self.release()
+        return Evidence(exit=self.ref.wait(), out=read_out_dir(self.ref_out))
+
+
 @dataclass(frozen=True)
 class Beside:
     """What runs beside a batch until its timed loops may start: the standbys started with
@@ -196,7 +236,7 @@ class Beside:
     `after`, the host's judging of the batch before (grading/judging.py, issue 32), idle once
     done."""
 
-    standbys: tuple[Standby | EntryStandby, ...] = ()
+    standbys: tuple[Standby | EntryStandby | ReferenceStandby, ...] = ()
     after: tuple[Future[Any], ...] = ()
 
     def idle(self) -> bool:

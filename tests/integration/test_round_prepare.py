@@ -197,6 +197,9 @@ def test_references_without_room_for_their_outputs_are_kept_light(  # type: igno
         assert "reference on its 2 correctness cases" in res.stderr
         rep = rd.report("triton")
         assert rep is not None and rep.problems[0].phases_s["reference_outputs"] > 0
+        # its reference container was started beside its entry, and waited at its gate
+        assert "reference_outputs.gate" in rep.problems[0].phases_s, rep.problems[0].phases_s
+        assert "cannot start its reference ahead" not in res.stderr
         secret = (out / "seed.secret").read_text().strip()
         res = _grader("run", str(bundles / "triton.tar"), "-o", str(tmp_path / "alone"),
                       *one[2:], "--seed-secret", secret)

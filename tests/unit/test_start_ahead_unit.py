@@ -318,3 +318,43 @@ def test_timed_beside_each_standby_starts_depth_batches_ahead_and_none_is_waited
         "start b0", "start b1", "run a0", "start c0", "run b0", "start d0", "run b1",
         "start e0", "run c0", "run d0", "run e0"]
     assert not any(s.closed for s in FakeStandby.made)  # each one taken by its batch
+
+
+def test_a_light_batchs_reference_runs_from_its_gate_or_not_at_all(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.ahead.ReferenceStandby: at its gate, `run` releases it (START in its input folder)
+    and reads its run; one that died on the way is closed and gives None (its batch then runs
+    a reference afresh)."""
+    from grader.model.runs import ExitState
+    from grader.run.ahead import ReferenceStandby
+
+    monkeypatch.setattr(problem_run.time, "monotonic", lambda: 10.0)
+    done = ExitState(exit_code=0, timed_out=False, oom_killed=False, wall_s=1.5, logs="",
+                     logs_truncated=False)
+
+    class Ref(FakeContainer):
+        rebased = False
+
+        def rebase(self) -> None:
+            self.rebased = True
+
+        def wait(self) -> ExitState:
+            return done
+
+    def standby(name: str, ref: Ref) -> ReferenceStandby:
+        st = ReferenceStandby.__new__(ReferenceStandby)
+        st.closed, st.released, st.gated, st.since = False, False, True, 9.0
+        st.ref_in, st.ref_out = tmp_path / f"{name}_in", tmp_path / f"{name}_out"
+        st.ref_in.mkdir()
+        st.ref_out.mkdir()
+        st.ref, st._stack = ref, contextlib.ExitStack()  # type: ignore[assignment]
+        return st
+
+    dead = standby("dead", Ref(running=False))
+    assert dead.run() is None and dead.closed
+    ref = Ref()
+    ready = standby("ready", ref)
+    (ready.ref_out / GATE_FILE).write_text("{}")
+    got = ready.run()
+    assert got is not None and got.exit is done and ready.released and ref.rebased
+    assert (ready.ref_in / problem_run.START_FILE).is_file()
