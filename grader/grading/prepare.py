@@ -20,6 +20,7 @@ as they would have.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -40,7 +41,8 @@ from grader.images import ensure, problem_plan
 from grader.judge.problem import reference_failure
 from grader.model.runs import Case, computed_first
 from grader.run import plan as batching
-from grader.run.jobs import WorkerSetup
+from grader.run.ahead import ReferenceStandby
+from grader.run.jobs import WorkerSetup, reference_job
 from grader.run.sequential import reference_run
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
@@ -94,39 +96,90 @@ def prepare_problem(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem
     cases = problem_cases(prep.secret, sp, shapes, n_seeds, setup.timing)
     counts = per_shape(cases, shapes)
     parts = batching.batches(sp.problem, shapes, counts, prep.batch_bytes)
-    out = []
+    planned = []
     for k, part in enumerate(parts):
         ids = {s.id for s in part}
         mine = [c for c in cases if c.shape.id in ids]
         key = batch_key(prep.suite, sp.id, image, mine, setup, prep.settings.runtime)
         label = sp.id if len(parts) == 1 else f"{sp.id} [{k + 1}/{len(parts)}]"
-        t0 = time.monotonic()
-        status, detail, size = _batch(prep, setup, sp, image, part, mine, counts, key, label)
-        prep.progress(f"{label}: {status}" + (f" ({detail})" if detail else ""))
-        out.append(PreparedBatch(problem=sp.id, key=key, cases=len(mine), status=status,
-                                 detail=detail, wall_s=time.monotonic() - t0, bytes=size))
+        planned.append(_Planned(part=part, cases=mine, key=key, label=label))
+    out = []
+    ahead: ReferenceStandby | None = None  # the next batch's reference, at its gate
+    try:
+        for k, b in enumerate(planned):
+            t0 = time.monotonic()
+            started, ahead = ahead, _ahead(prep, setup, sp, image, counts, planned[k + 1:])
+            status, detail, size = _batch(prep, setup, sp, image, counts, b, started)
+            prep.progress(f"{b.label}: {status}" + (f" ({detail})" if detail else ""))
+            out.append(PreparedBatch(problem=sp.id, key=b.key, cases=len(b.cases),
+                                     status=status, detail=detail,
+                                     wall_s=time.monotonic() - t0, bytes=size))
+    finally:
+        if ahead is not None:
+            ahead.close()
     return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Planned:
+    """One batch of a problem: its shapes, cases, key and progress label."""
+
+    part: list[Shape]
+    cases: list[Case]
+    key: str
+    label: str
+
+
+def _limits(prep: Preparation, sp: SuiteProblem, b: _Planned, counts: dict[str, int]
+            ) -> Limits:
+    return batching.reference_limits(prep.reference_limits, sp.problem, b.part, counts,
+                                     psutil.virtual_memory().available)
+
+
+def _ahead(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
+           counts: dict[str, int], rest: list[_Planned]) -> ReferenceStandby | None:
+    """The reference container of the problem's next batch (the first of `rest`), started
+    gated, so that its start and cold imports run beside this batch's reference; None when
+    there is none, it is kept already, or it cannot start (it then starts in its turn)."""
+    if not rest or prep.store.folder(rest[0].key) is not None:
+        return None
+    b = rest[0]
+    try:
+        return ReferenceStandby(setup, image, reference_job(setup, b.cases, sp.problem),
+                                _limits(prep, sp, b, counts))
+    except Exception as exc:  # not the batch's failure: its reference starts in its turn
+        why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        prep.progress(f"{b.label}: cannot start its reference ahead: {why}")
+        return None
+
+
 def _batch(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
-           part: list[Shape], cases: list[Case], counts: dict[str, int], key: str, label: str
+           counts: dict[str, int], b: _Planned, ahead: ReferenceStandby | None
            ) -> tuple[Status, str, int]:
-    """One batch's reference run and kept, unless kept already; what became of it, and the
-    bytes of its reference's folder (0 where none ran)."""
-    if prep.store.folder(key) is not None:
-        return "kept already", "", 0
-    prep.progress(f"{label}: reference ({len(cases)} cases)")
-    limits = batching.reference_limits(prep.reference_limits, sp.problem, part, counts,
-                                       psutil.virtual_memory().available)
-    with reference_run(setup, image, cases, limits, sp.problem) as (ref, ref_dir):
+    """One batch's reference run (from `ahead`, its container started gated, when that got
+    to its gate) and kept, unless kept already; what became of it, and the bytes of its
+    reference's folder (0 where none ran)."""
+    with contextlib.ExitStack() as stack:
+        if ahead is not None:
+            stack.callback(ahead.close)
+        if prep.store.folder(b.key) is not None:
+            return "kept already", "", 0
+        prep.progress(f"{b.label}: reference ({len(b.cases)} cases)")
+        ref = ahead.run() if ahead is not None else None
+        if ahead is not None and ref is not None:
+            ref_dir = ahead.ref_out
+        else:  # none started ahead, or it never got to its gate
+            ref, ref_dir = stack.enter_context(reference_run(
+                setup, image, b.cases, _limits(prep, sp, b, counts), sp.problem))
         size = sum(regular_files(ref_dir).values())
-        failure = reference_failure(ref, computed_first(cases))
+        failure = reference_failure(ref, computed_first(b.cases))
         if failure is not None:
             verdict, detail, _ = failure
             return "failed", f"{verdict}: {detail}; each entry runs it", size
         try:
-            kind = prep.store.keep(key, ref_dir, problem=sp.id, cases=[c.id for c in cases],
-                                   outputs=[c.id for c in cases if not c.timing])
+            kind = prep.store.keep(b.key, ref_dir, problem=sp.id,
+                                   cases=[c.id for c in b.cases],
+                                   outputs=[c.id for c in b.cases if not c.timing])
         except OSError as exc:
             return "not kept", f"{exc}; each entry runs it", size
     if kind == "light":

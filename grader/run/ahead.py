@@ -1,8 +1,8 @@
 """A batch's containers started ahead of their turn, beside the batch before: both (Standby),
 or the entry's alone where a round has the reference already (EntryStandby), the entry's a
-worker of its serving container where there is one (run.served); a light-kept batch's
-reference, beside its own entry (ReferenceStandby); and the standbys a running batch waits
-for before its timed loops (Beside).
+worker of its serving container where there is one (run.served); a reference alone
+(ReferenceStandby: a light-kept batch's, beside its own entry; a prepared round's next
+batch's); and the standbys a running batch waits for before its timed loops (Beside).
 """
 
 from __future__ import annotations
@@ -193,11 +193,12 @@ class EntryStandby(_Gated):
 
 
 class ReferenceStandby(_Gated):
-    """A reference container alone, started gated on `job` (a job of cases only, no timed
-    loop: jobs.topup_job): a light-kept batch's correctness outputs (grading.reuse, the
-    round's light keeps). Started beside the batch's entry, it makes its cold imports there
-    and waits at its gate; `run`, once the entry has exited, computes and exits, so that
-    its container's start is not in the batch's path."""
+    """A reference container alone, started gated on `job`: a light-kept batch's
+    correctness outputs (a job of cases only, no timed loop: jobs.topup_job; grading.reuse),
+    started beside the batch's entry and run once the entry has exited; or a prepared
+    round's next batch of a problem (grading.prepare), started beside the batch before. It
+    makes its cold imports there and waits at its gate; `run` releases it, so that its
+    container's start is not in its batch's path."""
 
     def __init__(self, setup: WorkerSetup, image: str, job: dict[str, object],
                  limits: Limits) -> None:

@@ -211,3 +211,42 @@ def test_references_without_room_for_their_outputs_are_kept_light(  # type: igno
     with _small_disk(prepared / ".references", 48 << 10):
         said = _commit_and_prepare(prepared, *one)
         assert "references: 1 kept light" in said, said
+
+
+def test_a_problems_next_batch_starts_its_reference_ahead(  # type: ignore[no-untyped-def]
+        engine, runtime, tmp_path: Path) -> None:
+    """A prepare's batches of one problem (rmsnorm's two smoke shapes, one a batch here): the
+    second batch's reference container is started gated beside the first's and waits at its
+    gate; both are kept whole, and its folder holds what a reference started in its turn
+    writes."""
+    import uuid
+
+    from grader.grading.config import GradingOptions
+    from grader.grading.grader import worker_setup
+    from grader.grading.prepare import Preparation, prepare_problem
+    from grader.round.refcache import ReferenceCache
+    from grader.suite.load import find_suite
+
+    suite = find_suite("demo", [PROBLEM_BUNDLES])
+    cfg = GradingOptions(bundle=Path("-"), out_dir=tmp_path / "out")
+    session = f"prep-{uuid.uuid4().hex[:8]}"
+    setup = worker_setup(cfg, engine, session)
+    said: list[str] = []
+    prep = Preparation(suite=suite, settings=cfg.settings.for_suite(suite.info.seeds_per_shape),
+                       narrowing=cfg.narrowing, reference_limits=cfg.reference_limits,
+                       batch_bytes=1, secret=bytes(range(32)), runtime_tag=runtime.tag,
+                       store=ReferenceCache(tmp_path / "refs", PREPARED_BY),
+                       progress=lambda msg, *a, **k: said.append(msg))
+    try:
+        got = prepare_problem(prep, setup, suite.problems["rmsnorm"])
+    finally:
+        engine.reap(session)
+    assert [(b.problem, b.status) for b in got] == [
+        ("rmsnorm", "kept"), ("rmsnorm", "kept")], said
+    phases = [json.loads((tmp_path / "refs" / b.key / "result.json").read_text())["phases_s"]
+              for b in got]
+    assert "gate" not in phases[0] and "gate" in phases[1], phases
+    first, second = (sorted(p.name for p in (tmp_path / "refs" / b.key).iterdir()) for b in got)
+    assert [n for n in first if n.endswith(".ref")] == ["smoke_8x256.0.ref", "smoke_8x256.1.ref"]
+    assert [n for n in second if n.endswith(".ref")] == ["smoke_5x200.0.ref", "smoke_5x200.1.ref"]
+    assert not any("cannot start its reference ahead" in m for m in said)
