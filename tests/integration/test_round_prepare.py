@@ -1,8 +1,9 @@
 """`grader round prepare` with the real engine, on the CPU demo suite: a committed round's
 references computed before its entries, every entry then graded on them as a later entry is,
 with the verdicts of grading it alone under the round's secret; a prepare run again keeps
-what it kept; what it refuses; a suite whose reference fails, left to the entries; and
-references kept light, without their outputs, on a disk with no room for them."""
+what it kept; what it refuses; a suite whose reference fails, left to the entries;
+references kept light, without their outputs, on a disk with no room for them; and a
+problem's next batch whose reference container waited at its gate."""
 
 from __future__ import annotations
 
@@ -11,19 +12,24 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from grader.grading.config import GradingOptions
+from grader.grading.grader import worker_setup
+from grader.grading.prepare import Preparation, prepare_problem
 from grader.intake.tools import create_bundle
 from grader.model.results import Report
 from grader.paths import PROBLEM_BUNDLES, REPO
 from grader.round.model import PREPARED_BY
-from grader.round.refcache import META
+from grader.round.refcache import META, ReferenceCache
 from grader.round.store import RoundDir
 from grader.sandbox import capped
+from grader.suite.load import find_suite
 
 pytestmark = pytest.mark.docker
 
@@ -219,14 +225,6 @@ def test_a_problems_next_batch_starts_its_reference_ahead(  # type: ignore[no-un
     second batch's reference container is started gated beside the first's and waits at its
     gate; both are kept whole, and its folder holds what a reference started in its turn
     writes."""
-    import uuid
-
-    from grader.grading.config import GradingOptions
-    from grader.grading.grader import worker_setup
-    from grader.grading.prepare import Preparation, prepare_problem
-    from grader.round.refcache import ReferenceCache
-    from grader.suite.load import find_suite
-
     suite = find_suite("demo", [PROBLEM_BUNDLES])
     cfg = GradingOptions(bundle=Path("-"), out_dir=tmp_path / "out")
     session = f"prep-{uuid.uuid4().hex[:8]}"
