@@ -41,9 +41,9 @@ from grader.images import ensure, problem_plan
 from grader.judge.problem import reference_failure
 from grader.model.runs import Case, computed_first
 from grader.run import plan as batching
-from grader.run.ahead import ReferenceStandby
-from grader.run.jobs import WorkerSetup, reference_job
-from grader.run.sequential import reference_run
+from grader.run.ahead import ReferenceStandby, reference_ahead
+from grader.run.jobs import WorkerSetup
+from grader.run.sequential import reference_after
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite, SuiteProblem
 
@@ -144,13 +144,8 @@ def _ahead(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
     if not rest or prep.store.folder(rest[0].key) is not None:
         return None
     b = rest[0]
-    try:
-        return ReferenceStandby(setup, image, reference_job(setup, b.cases, sp.problem),
-                                _limits(prep, sp, b, counts))
-    except Exception as exc:  # not the batch's failure: its reference starts in its turn
-        why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-        prep.progress(f"{b.label}: cannot start its reference ahead: {why}")
-        return None
+    return reference_ahead(setup, image, b.cases, _limits(prep, sp, b, counts), sp.problem,
+                           label=b.label, say=prep.progress)
 
 
 def _batch(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
@@ -165,12 +160,8 @@ def _batch(prep: Preparation, setup: WorkerSetup, sp: SuiteProblem, image: str,
         if prep.store.folder(b.key) is not None:
             return "kept already", "", 0
         prep.progress(f"{b.label}: reference ({len(b.cases)} cases)")
-        ref = ahead.run() if ahead is not None else None
-        if ahead is not None and ref is not None:
-            ref_dir = ahead.ref_out
-        else:  # none started ahead, or it never got to its gate
-            ref, ref_dir = stack.enter_context(reference_run(
-                setup, image, b.cases, _limits(prep, sp, b, counts), sp.problem))
+        ref, ref_dir = reference_after(ahead, stack, setup, image, b.cases,
+                                       _limits(prep, sp, b, counts), sp.problem)
         size = sum(regular_files(ref_dir).values())
         failure = reference_failure(ref, computed_first(b.cases))
         if failure is not None:

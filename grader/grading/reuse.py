@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-from grader.errors import InfraError
 from grader.formats.problem import Shape
 from grader.grading.phases import add, harness_phases
 from grader.grading.planned import Planned
@@ -27,11 +26,11 @@ from grader.grading.progress import Progress
 from grader.model.evidence import OutDir, read_out_dir
 from grader.model.runs import Case, Evidence, ExitState
 from grader.run import plan as batching
-from grader.run.ahead import Beside, ReferenceStandby, Standby
+from grader.run.ahead import Beside, Standby, reference_ahead
 from grader.run.batch import Batch
 from grader.run.cached import cached_entry
-from grader.run.jobs import WorkerSetup, topup_job
-from grader.run.sequential import reference_run
+from grader.run.jobs import WorkerSetup
+from grader.run.sequential import reference_after
 from grader.run.served import Server
 from grader.sandbox.spec import Limits
 from grader.suite.load import Suite
@@ -171,7 +170,8 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
     progress(f"{plan.label(k)}: entry ({len(cases)} cases; the round's reference)")
     with contextlib.ExitStack() as stack:
         todo = [c for c in cases if c.id in light] if light else []
-        ahead = _reference_ahead(setup, batch, todo, progress, plan.label(k))
+        ahead = reference_ahead(setup, batch.image, todo, batch.ref_limits, batch.problem,
+                                topup=True, label=plan.label(k), say=progress) if todo else None
         if ahead is not None:
             stack.callback(ahead.close)
             if beside is not None:  # the entry's timed loops wait for its imports too
@@ -182,10 +182,8 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
         if todo:
             progress(f"{plan.label(k)}: reference on its {len(todo)} correctness cases (the "
                      "round kept it without their outputs)")
-            fresh = ahead.run() if ahead is not None else None
-            if fresh is None:
-                fresh, _ = stack.enter_context(reference_run(
-                    setup, batch.image, todo, batch.ref_limits, batch.problem, topup=True))
+            fresh, _ = reference_after(ahead, stack, setup, batch.image, todo,
+                                       batch.ref_limits, batch.problem, topup=True)
             # its harness's own counts too: "standby" and "gate" when it was started ahead
             add(plan.phases, {"reference_outputs": fresh.exit.wall_s, **{
                 f"reference_outputs.{k.split('.', 1)[1]}": v
@@ -195,22 +193,6 @@ def grade_cached(setup: WorkerSetup, plan: Planned, k: int, ref_dir: Path, *,
             out = with_outputs(out, fresh.out, todo)
         return judge(plan, shapes, cases, Evidence(exit=CACHED_EXIT, out=out), entry, limits,
                      stack.pop_all())
-
-
-def _reference_ahead(setup: WorkerSetup, batch: Batch, todo: list[Case], progress: Progress,
-                     label: str) -> ReferenceStandby | None:
-    """The reference container for `todo` (a light-kept batch's correctness cases), started
-    gated beside the batch's entry; None when there is nothing to compute, or it cannot
-    start (the batch then starts one after its entry)."""
-    if not todo:
-        return None
-    try:
-        return ReferenceStandby(setup, batch.image, topup_job(setup, todo, batch.problem),
-                                batch.ref_limits)
-    except Exception as exc:  # not the batch's failure: its reference starts afresh after
-        why = exc.message if isinstance(exc, InfraError) else f"{type(exc).__name__}: {exc}"
-        progress(f"{label}: cannot start its reference ahead: {why}")
-        return None
 
 
 def with_outputs(kept: OutDir, fresh: OutDir, cases: list[Case]) -> OutDir:

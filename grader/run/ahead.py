@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.errors import InfraError
+from grader.formats.problem import Problem
 from grader.harness.protocol import GATE_FILE, GO_FILE, START_FILE
 from grader.model.channel import read_frames
 from grader.model.evidence import read_out_dir
-from grader.model.runs import Evidence
+from grader.model.runs import Case, Evidence
 from grader.run.batch import Batch
 from grader.run.jobs import (
     WorkerSetup,
@@ -28,6 +31,7 @@ from grader.run.jobs import (
     io_binds,
     place,
     reference_job,
+    reference_run_job,
     write_job,
 )
 from grader.run.served import Server, Slot
@@ -193,20 +197,20 @@ class EntryStandby(_Gated):
 
 
 class ReferenceStandby(_Gated):
-    """A reference container alone, started gated on `job`: a light-kept batch's
-    correctness outputs (a job of cases only, no timed loop: jobs.topup_job; grading.reuse),
-    started beside the batch's entry and run once the entry has exited; or a prepared
-    round's next batch of a problem (grading.prepare), started beside the batch before. It
-    makes its cold imports there and waits at its gate; `run` releases it, so that its
-    container's start is not in its batch's path."""
+    """A reference container alone on `cases`, started gated, its job as reference_run's
+    (run.sequential; `topup`: cases only, no timed loop): a light-kept batch's correctness
+    outputs (grading.reuse), started beside the batch's entry and run once the entry has
+    exited; or a prepared round's next batch of a problem (grading.prepare), started beside
+    the batch before. It makes its cold imports there and waits at its gate; `run` releases
+    it, so that its container's start is not in its batch's path."""
 
-    def __init__(self, setup: WorkerSetup, image: str, job: dict[str, object],
-                 limits: Limits) -> None:
+    def __init__(self, setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+                 problem: Problem | None = None, *, topup: bool = False) -> None:
         self._stack = contextlib.ExitStack()
         try:
             self.ref_in = self._stack.enter_context(fresh_in_dir())
             self.ref_out = self._stack.enter_context(capped_dir(limits.output_bytes))
-            write_job(self.ref_in, job)
+            write_job(self.ref_in, reference_run_job(setup, cases, problem, topup=topup))
             self.ref = self._stack.enter_context(setup.engine.start(container_spec(
                 setup, image, Role.REFERENCE, io_binds(self.ref_in, self.ref_out), limits,
                 gated=True)))
@@ -228,6 +232,20 @@ class ReferenceStandby(_Gated):
             return None
         self.release()
         return Evidence(exit=self.ref.wait(), out=read_out_dir(self.ref_out))
+
+
+def reference_ahead(setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+                    problem: Problem | None = None, *, topup: bool = False, label: str,
+                    say: Callable[[str], None]) -> ReferenceStandby | None:
+    """A ReferenceStandby on `cases`, or None when it cannot start (`say` says why, under
+    `label`): not its batch's failure, whose reference then starts in its turn
+    (run.sequential.reference_after)."""
+    try:
+        return ReferenceStandby(setup, image, cases, limits, problem, topup=topup)
+    except Exception as exc:
+        why = exc.message if isinstance(exc, InfraError) else f"{type(exc).__name__}: {exc}"
+        say(f"{label}: cannot start its reference ahead: {why}")
+        return None
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,15 @@ def topup_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None
     return {"device": setup.device, "cases": case_specs(cases), **module_job(problem, cases)}
 
 
+def reference_run_job(setup: WorkerSetup, cases: list[Case], problem: Problem | None, *,
+                      topup: bool = False, digests: bool = False) -> dict[str, object]:
+    """The job of a reference container run on `cases` alone, not beside an entry
+    (run.sequential.reference_run, run.ahead.ReferenceStandby): topup_job's with `topup`,
+    else reference_job's."""
+    return (topup_job(setup, cases, problem) if topup
+            else reference_job(setup, cases, problem, digests=digests))
+
+
 def case_specs(cases: list[Case]) -> list[dict[str, object]]:
     """The reference's cases as its job lists them (a checked timed call's "sampled")."""
     return [{"id": c.id, "params": c.shape.params, "seed": c.seed, "sampled": c.timing}

@@ -16,7 +16,7 @@ from pathlib import Path
 from grader.formats.problem import Problem
 from grader.model.evidence import read_out_dir
 from grader.model.runs import Case, Evidence, ExitState
-from grader.run.ahead import Beside, still_held
+from grader.run.ahead import Beside, ReferenceStandby, still_held
 from grader.run.batch import Batch, arm, entry_run, is_ready
 from grader.run.jobs import (
     WorkerSetup,
@@ -26,8 +26,7 @@ from grader.run.jobs import (
     entry_spec,
     fresh_in_dir,
     io_binds,
-    reference_job,
-    topup_job,
+    reference_run_job,
     write_job,
 )
 from grader.sandbox.capped import capped_dir
@@ -52,11 +51,24 @@ def reference_run(setup: WorkerSetup, image: str, cases: list[Case], limits: Lim
     `cases` are checked timed calls that an entry's loops reached beyond what its batch's
     reference computed first, and it computes only those (jobs.topup_job)."""
     with fresh_in_dir() as in_dir, capped_dir(limits.output_bytes) as out_dir:
-        write_job(in_dir, topup_job(setup, cases, problem) if topup
-                  else reference_job(setup, cases, problem, digests=digests))
+        write_job(in_dir, reference_run_job(setup, cases, problem, topup=topup,
+                                            digests=digests))
         spec = container_spec(setup, image, Role.REFERENCE, io_binds(in_dir, out_dir), limits)
         exit_state = setup.engine.run(spec)
         yield Evidence(exit=exit_state, out=read_out_dir(out_dir)), out_dir
+
+
+def reference_after(ahead: ReferenceStandby | None, stack: contextlib.ExitStack,
+                    setup: WorkerSetup, image: str, cases: list[Case], limits: Limits,
+                    problem: Problem | None = None, *, topup: bool = False
+                    ) -> tuple[Evidence, Path]:
+    """The reference's run on `cases` and its output folder: from `ahead`, its container
+    started gated on the same (run.ahead.reference_ahead), where that got to its gate; else
+    a container started now (reference_run), its folder open until `stack` closes."""
+    if ahead is not None and (run := ahead.run()) is not None:
+        return run, ahead.ref_out
+    return stack.enter_context(reference_run(setup, image, cases, limits, problem,
+                                             topup=topup))
 
 
 @contextmanager
