@@ -1,4 +1,4 @@
-"""Atrex-Bench paged_attention_decode in Triton: flash-decoding over the problem's paged caches (K as
+"""Atrex-Bench paged_attention_decode in Triton: flash-decoding over its paged caches (K as
 [blocks, kv_heads, head/x, block, x], V as [blocks, kv_heads, head, block]), GQA-aware: one
 program per (sequence, kv head, partition of the context) runs an fp32 online softmax (exp2) for
 all query heads of its group (padded to 16 rows for tl.dot), each token's K/V found through the
