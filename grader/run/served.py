@@ -86,6 +86,8 @@ class Server:
         self.slots: set[Slot] = set()
         self.retired = False
         self._stdout = (0.0, b"")
+        self._frames = FrameLog()
+        self._frames_lock = threading.Lock()
         # Slots are closed on the judging thread (grading/judging.py) once their batch is
         # judged, while the worker's thread spawns and releases others.
         self._lock = threading.Lock()
@@ -138,13 +140,21 @@ class Server:
         self._maybe_close()
 
     # -- what its slots do ---------------------------------------------------------------------
-    def stdout(self) -> bytes:
-        """The container's stdout, read at most once a poll period."""
+    def stdout(self, *, fresh: bool = False) -> bytes:
+        """The container's stdout, read at most once a poll period (`fresh`: read now, as
+        after the container's exit, when all of it is wanted)."""
         at, raw = self._stdout
-        if time.monotonic() - at >= POLL_S / 2:
+        if fresh or time.monotonic() - at >= POLL_S / 2:
             raw = self.container.stdout()
             self._stdout = (time.monotonic(), raw)
         return raw
+
+    def frames(self, worker: int, *, untagged: bool, fresh: bool = False
+               ) -> tuple[bytes, bool, bool]:
+        """FrameLog.of on the container's stdout as it now stands."""
+        raw = self.stdout(fresh=fresh)
+        with self._frames_lock:  # slots are looked at from the worker's and judging threads
+            return self._frames.update(raw).of(worker, untagged=untagged)
 
     def activate(self, slot: Slot) -> None:
         """Make `slot`'s batch the running one: its kernel file alone in the input folder,
@@ -223,28 +233,62 @@ def _used(path: Path) -> int:
     return total
 
 
-def frames_of(raw: bytes, worker: int, *, untagged: bool) -> tuple[bytes, bool]:
-    """Worker `worker`'s frames out of a serving container's stdout, as a container of its
-    own would have written them (the worker's key taken off), and whether the warden said it
-    is gone. `untagged`: frames without a worker's key are its too (the warden's last frame
-    when it ends the container over the running batch)."""
-    out = bytearray()
-    gone = False
-    for line in raw.split(b"\n")[:-1]:
-        try:
-            frame = json.loads(base64.b64decode(line, validate=True))
-        except (binascii.Error, ValueError, RecursionError):
-            if untagged:  # not the warden's: the reader flags it on the running batch
+class FrameLog:
+    """A serving container's stdout as lines parsed once each: every poll of every slot used
+    to decode all of it again (each batch's frames stay, megabytes of records by the last of
+    SERVE_BATCHES batches), so that the host's looks cost as much as everything the container
+    had written (bench/serve_poll.py). `update` with the stdout as it now stands (it only
+    grows), then `of` a worker."""
+
+    def __init__(self) -> None:
+        self._at = 0  # bytes of the stdout parsed: whole lines
+        # (the worker's key, or None; the frame's kind, or None for a line that is not a
+        # frame; the line as its worker's own container would have written it)
+        self._lines: list[tuple[Any, Any, bytes]] = []
+
+    def update(self, raw: bytes) -> FrameLog:
+        if len(raw) < self._at:  # not the stdout parsed so far: from its start again
+            self._at, self._lines = 0, []
+        end = raw.rfind(b"\n", self._at) + 1
+        for line in raw[self._at:end].split(b"\n")[:-1]:
+            try:
+                frame = json.loads(base64.b64decode(line, validate=True))
+            except (binascii.Error, ValueError, RecursionError):
+                self._lines.append((None, None, line))  # not the warden's
+                continue
+            if not isinstance(frame, dict):
+                continue
+            who = frame.pop(WORKER_KEY, None)
+            self._lines.append((who, frame.get("frame"), base64.b64encode(
+                json.dumps(frame, separators=(",", ":")).encode())))
+        self._at = max(self._at, end)
+        return self
+
+    def of(self, worker: int, *, untagged: bool) -> tuple[bytes, bool, bool]:
+        """Worker `worker`'s frames, as a container of its own would have written them (the
+        worker's key taken off), whether the warden said it is gone, and whether its result
+        is among them. `untagged`: frames without a worker's key are its too (the warden's
+        last frame when it ends the container over the running batch), and so are lines
+        that are not frames (the reader flags them on the running batch)."""
+        out = bytearray()
+        gone = result = False
+        for who, kind, line in self._lines:
+            if kind is None and who is None:
+                if untagged:
+                    out += line + b"\n"
+            elif who == worker and kind == GONE:
+                gone = True
+            elif who == worker or (who is None and untagged):
                 out += line + b"\n"
-            continue
-        if not isinstance(frame, dict):
-            continue
-        who = frame.pop(WORKER_KEY, None)
-        if who == worker and frame.get("frame") == GONE:
-            gone = True
-        elif who == worker or (who is None and untagged):
-            out += base64.b64encode(json.dumps(frame, separators=(",", ":")).encode()) + b"\n"
-    return bytes(out), gone
+                result = result or kind == RESULT
+        return bytes(out), gone, result
+
+
+def frames_of(raw: bytes, worker: int, *, untagged: bool) -> tuple[bytes, bool]:
+    """Worker `worker`'s frames out of a serving container's stdout `raw`, and whether the
+    warden said it is gone (FrameLog.of, on `raw` alone)."""
+    mine, gone, _result = FrameLog().update(raw).of(worker, untagged=untagged)
+    return mine, gone
 
 
 class Slot:
@@ -277,7 +321,7 @@ class Slot:
 
     def gone(self) -> bool:
         """Whether its worker ended before its release (the warden's GONE frame)."""
-        return frames_of(self.server.stdout(), self.worker, untagged=False)[1]
+        return self.server.frames(self.worker, untagged=False)[1]
 
     def close(self) -> None:
         self.server.close_slot(self)
@@ -289,14 +333,13 @@ class Slot:
     def poll(self) -> ExitState | None:
         if self._exit is not None:
             return self._exit
-        raw = self.server.stdout()
-        mine, _ = frames_of(raw, self.worker, untagged=self.released)
-        if self.released and _has_result(mine):
+        mine, _gone, result = self.server.frames(self.worker, untagged=self.released)
+        if self.released and result:
             self._end(self._state(0, mine, timed_out=False, oom=False))
         elif (state := self.server.container.poll()) is not None:
             # The container ended (over this batch, or before it ran): its exit is this
             # batch's, and it takes no more batches.
-            mine, _ = frames_of(self.server.stdout(), self.worker, untagged=self.released)
+            mine = self.server.frames(self.worker, untagged=self.released, fresh=True)[0]
             self.server.retire()
             self._end(replace(state, stdout=mine, wall_s=self._wall(), held_s=self.held_s,
                               logs=self._logs()[0] if self.released else state.logs))
@@ -305,7 +348,7 @@ class Slot:
             self.server.container.last_words()
             self.server.retire()
             self.server.container.kill()
-            mine, _ = frames_of(self.server.stdout(), self.worker, untagged=self.released)
+            mine = self.server.frames(self.worker, untagged=self.released, fresh=True)[0]
             self._end(self._state(None, mine, timed_out=True, oom=False, at=at))
         return self._exit
 
@@ -329,7 +372,7 @@ class Slot:
         self.deadline = self.started + self.limits.wall_s
 
     def stdout(self) -> bytes:
-        return frames_of(self.server.stdout(), self.worker, untagged=self.released)[0]
+        return self.server.frames(self.worker, untagged=self.released)[0]
 
     def logs_since(self, since: float) -> tuple[str, bool]:
         return self.server.container.logs_since(max(since, self._since))
@@ -361,15 +404,6 @@ class Slot:
         self._exit = state
         self.done = True
         self.server.take_outputs(self)
-
-
-def _has_result(frames: bytes) -> bool:
-    for line in frames.split(b"\n")[:-1]:
-        with contextlib.suppress(binascii.Error, ValueError, RecursionError):
-            frame: Any = json.loads(base64.b64decode(line, validate=True))
-            if isinstance(frame, dict) and frame.get("frame") == RESULT:
-                return True
-    return False
 
 
 class Serving:

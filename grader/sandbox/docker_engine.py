@@ -8,6 +8,7 @@ labels.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,10 @@ ENGINE_HINT = ("check the engine (`grader doctor`), then run the same command wi
 # From a container's stack_signal to its kill: faulthandler writes at once and the warden
 # relays within its 0.2 s select (harness/warden.py).
 STACK_GRACE_S = 1.0
+# From an exited container's last look to the end of its stdout's stream: the engine ends the
+# stream once its logger has the container's last bytes (a moment); past this, the stdout is
+# read whole again.
+STREAM_END_S = 10.0
 
 
 @contextmanager
@@ -257,6 +262,7 @@ class RunningContainer:
         # Until its clock is started (rebase), its set-up is allowed too (Limits.setup_s).
         self.deadline = self.started + spec.limits.setup_s + spec.limits.wall_s
         self.held_s = 0.0
+        self._follower: _Follower | None = None
 
     @property
     def id(self) -> str:
@@ -357,7 +363,26 @@ class RunningContainer:
 
     def stdout(self) -> bytes:
         """What the container wrote on stdout so far (a channel's frames), at most
-        spec.stdout_bytes and one byte (the reader flags more as tampering)."""
+        spec.stdout_bytes and one byte (the reader flags more as tampering). Looked at while
+        it runs (a harness's frames; a serving container's, batch after batch), it comes from
+        one stream the engine keeps sending (_Follower), not read whole at each look; once the
+        container has exited, that stream has ended with its last byte."""
+        if self._follower is None:
+            if not self.running():  # its only look, after its exit: one read
+                return self._read_whole()
+            self._follower = _Follower(self.container, self.spec.stdout_bytes)
+        follower = self._follower
+        if not follower.ended(0.0):
+            if self.running():
+                return follower.read()
+            follower.ended(STREAM_END_S)  # exited: its stream ends with its last bytes
+        # A stream that failed, did not end, or ended while the container still runs (the
+        # engine's doing, not the container's) may be short of what it wrote.
+        if follower.failed or not follower.ended(0.0) or self.running():
+            return self._read_whole()
+        return follower.read()
+
+    def _read_whole(self) -> bytes:
         cap = self.spec.stdout_bytes
         buf = bytearray()
         with engine_errors(f"reading the {self.spec.role} container's output"):
@@ -395,6 +420,8 @@ class RunningContainer:
             self.container.update(mem_limit=memory_bytes, memswap_limit=memory_bytes)
 
     def remove(self) -> None:
+        if self._follower is not None:
+            self._follower.close()
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:
@@ -402,3 +429,57 @@ class RunningContainer:
         except ENGINE_ERRORS as exc:
             raise InfraError(f"cannot remove container {self.id[:12]}: {exc}",
                              hint=ENGINE_HINT) from None
+
+
+class _Follower:
+    """A running container's stdout as the engine sends it: one stream (`docker logs
+    --follow`) read on a thread of its own into a buffer capped as `stdout()` caps it. A
+    serving container is looked at every POLL_S for hours while its stdout grows by each
+    batch's frames (megabytes of records); reading it whole at each look made every look
+    cost as much as all of it (bench/serve_poll.py)."""
+
+    def __init__(self, container: Any, cap: int) -> None:
+        self._cap = cap
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._ended = threading.Event()
+        self._stream: Any = None
+        self.failed = False
+        try:
+            self._stream = container.logs(stdout=True, stderr=False, stream=True, follow=True)
+        except ENGINE_ERRORS:
+            self.failed = True
+            self._ended.set()
+            return
+        threading.Thread(target=self._run, name="stdout-follower", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            for chunk in self._stream:
+                with self._lock:
+                    self._buf.extend(chunk)
+                    if len(self._buf) > self._cap:
+                        del self._buf[self._cap + 1:]
+                        break
+        except Exception:  # the engine's, or the stream closed under it (close)
+            self.failed = len(self._buf) <= self._cap
+        finally:
+            self._ended.set()
+            self.close()
+
+    def ended(self, wait_s: float) -> bool:
+        """Whether the stream has ended, waiting up to `wait_s` for it. When `failed`, what
+        it read may be short of what the container wrote."""
+        return self._ended.wait(wait_s)
+
+    def read(self) -> bytes:
+        with self._lock:
+            return bytes(self._buf)
+
+    def close(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None and hasattr(stream, "close"):
+            try:
+                stream.close()
+            except Exception:  # closing is best effort: the container goes next anyway
+                pass

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 
 from grader.harness.protocol import GONE, READY, RESULT, STANDBY, TAMPERING, WORKER_KEY
 from grader.harness.warden import encode_frame
 from grader.model.channel import read_frames
-from grader.run.served import frames_of
+from grader.run.served import FrameLog, frames_of
 
 
 def _tagged(kind: str, worker: int | None, data: dict[str, object]) -> bytes:
@@ -62,3 +63,44 @@ def test_a_frame_of_another_shape_is_kept_whole() -> None:
     mine, _ = frames_of(line, 5, untagged=False)
     got = json.loads(base64.b64decode(mine.strip()))
     assert got == {k: v for k, v in frame.items() if k != WORKER_KEY}
+
+
+def _stream() -> bytes:
+    """Five batches' frames as a serving container writes them, with the warden's untagged
+    last frame, a stray line and an empty one among them."""
+    raw = b""
+    for w in range(1, 6):
+        raw += _tagged(STANDBY, w, {"ok": True}) + _tagged(READY, w, {"ok": True})
+        if w == 3:
+            raw += b"not base64!\n\n" + _tagged(TAMPERING, None, {"reason": "x"})
+        raw += _tagged(RESULT, w, {"cases": {f"c{i}": {"ok": True} for i in range(50)}})
+    return raw + _tagged(GONE, 6, {"reason": "niced"})
+
+
+def test_the_frame_log_read_piece_by_piece_is_the_stream_read_whole() -> None:
+    """The host looks at a serving container's stdout every poll while it grows, cut
+    anywhere (mid-line, mid-frame): each line is parsed once, and every worker's frames,
+    its gone and its result are what reading all of it at once gives."""
+    raw = _stream()
+    rng = random.Random(7)
+    cuts = [*sorted(rng.sample(range(1, len(raw)), 40)), len(raw)]
+    log = FrameLog()
+    for cut in cuts:
+        log.update(raw[:cut])
+        for w in range(1, 7):
+            for untagged in (False, True):
+                mine, gone, result = log.of(w, untagged=untagged)
+                whole = raw[:raw.rfind(b"\n", 0, cut) + 1]
+                assert (mine, gone) == frames_of(whole, w, untagged=untagged)
+                assert result == (read_frames(mine).result is not None)
+    assert log.of(2, untagged=False)[2] and not log.of(6, untagged=False)[2]
+    assert log.of(6, untagged=False)[1]
+
+
+def test_the_frame_log_starts_again_on_a_shorter_stdout() -> None:
+    """Not the stdout it parsed (it only grows): read from its start, not past its end."""
+    raw = _stream()
+    log = FrameLog().update(raw)
+    short = _tagged(STANDBY, 1, {"ok": True})
+    assert log.update(short).of(1, untagged=False) == (
+        encode_frame(STANDBY, {"data": {"ok": True}}), False, False)
