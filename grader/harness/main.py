@@ -141,20 +141,16 @@ _CHANNEL = _open_channel()
 
 
 def _hash_outputs() -> dict[str, str]:
-    """sha256 of each <case>.out as it is when the result goes out: the host refuses output
-    files that differ (rewritten after the harness's last act, before the warden ended the
-    process) or that the result does not list."""
-    import hashlib
+    """The digest (digest.file_digest) of each <case>.out as it is when the result goes out:
+    the host refuses output files that differ (rewritten after the harness's last act, before
+    the warden ended the process) or that the result does not list."""
+    from .digest import file_digest
 
     hashes: dict[str, str] = {}
     for entry in sorted(os.scandir(OUT), key=lambda e: e.name)[:MAX_OUTPUTS]:
         if not entry.name.endswith("." + OUTPUTS) or not entry.is_file(follow_symlinks=False):
             continue
-        h = hashlib.sha256()
-        with open(entry.path, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-        hashes[entry.name] = h.hexdigest()
+        hashes[entry.name] = file_digest(entry.path)
     return hashes
 
 

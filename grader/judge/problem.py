@@ -19,6 +19,7 @@ from grader.judge.entry_import import import_failure
 from grader.judge.interpreter import bf16_limit, interpreter_limit, unverified_detail
 from grader.judge.outputs import compare, shared_from
 from grader.judge.timing import judge_timing
+from grader.model.channel import check_outputs
 from grader.model.evidence import OutDir, ResultFile, TraceRecord
 from grader.model.findings import Finding, Layer, Severity
 from grader.model.results import Comparison, KernelTime, ShapeResult, Timing, Trace
@@ -195,6 +196,7 @@ def judge_problem(*, problem: Problem, shapes: list[Shape], cases: list[Case],
     (model/timed.py), which says which of its timed calls are checked; `topup`: the
     reference's run on the checked timed calls its first run left to compute
     (model.runs.reached_uncomputed), where their expected samples are."""
+    check_outputs(entry.out)  # the files against their sent digests, here beside the GPU
     problem_findings = _anomaly_findings(entry.out)
     whole = _whole_run(shapes, entry, problem_findings)
     if whole is not None:

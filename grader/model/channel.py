@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grader.harness.digest import file_digest
 from grader.harness.protocol import (
     ARMED,
     FRAME_MAX,
@@ -150,21 +150,17 @@ def _outputs(value: Any) -> dict[str, str]:
     return value
 
 
-def _sha256(path: Path) -> str | None:
-    h = hashlib.sha256()
+def _digest(path: Path) -> str | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
+        return file_digest(path)
     except OSError:
         return None
-    return h.hexdigest()
 
 
 def read_entry_out(path: Path, stdout: bytes) -> tuple[OutDir, Frames]:
-    """An entry's output folder and channel together: the records from the frames, the files
-    checked against what the result frame says the harness left."""
+    """An entry's output folder and channel together: the records from the frames, and the
+    files to be checked against the digests the result frame sent (`check_outputs`, where
+    the outputs are judged)."""
     out = read_out_dir(path)
     frames = read_frames(stdout)
     problems = list(frames.anomalies)
@@ -174,9 +170,22 @@ def read_entry_out(path: Path, stdout: bytes) -> tuple[OutDir, Frames]:
                  for name in JSON_FILES if os.path.lexists(path / name)]
     out.ready, out.result = frames.ready, frames.result
     if frames.result is not None and frames.tampering is None:
-        problems += _check_outputs(path, out, frames.outputs)
+        out.unchecked = (path, frames.outputs)
     out.anomalies.extend(Anomaly(text, True) for text in problems)
     return out, frames
+
+
+def check_outputs(out: OutDir) -> None:
+    """The output files against the digests the harness sent with its result, left by
+    read_entry_out: a difference is tampering. Nothing can write them any more (the entry's
+    container has exited, or its serving container's batch is over and its outputs moved
+    out of its view), so they are read where they are judged, on the judging thread beside
+    the GPU's next work: at Atrex-Bench's sizes (11.5 GB a batch) reading them is seconds,
+    which were on the batch's path."""
+    if out.unchecked is None:
+        return
+    (path, outputs), out.unchecked = out.unchecked, None
+    out.anomalies.extend(Anomaly(text, True) for text in _check_outputs(path, out, outputs))
 
 
 def _check_outputs(path: Path, out: OutDir, outputs: dict[str, str]) -> list[str]:
@@ -188,7 +197,7 @@ def _check_outputs(path: Path, out: OutDir, outputs: dict[str, str]) -> list[str
         if want is None:
             problems.append(f"{CHANNEL} {file.name[:100]!r} is not among the outputs the "
                             "harness sent")
-        elif _sha256(file) != want:
+        elif _digest(file) != want:
             problems.append(f"{CHANNEL} {file.name[:100]!r} changed after the harness sent "
                             "its result")
     for name in outputs:

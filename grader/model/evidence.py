@@ -155,6 +155,9 @@ class OutDir:
     result: ResultFile | None = None
     tensor_files: dict[tuple[str, str], Path] = field(default_factory=dict)  # (case, kind) -> path
     anomalies: list[Anomaly] = field(default_factory=list)
+    # An entry's folder and the digests its harness sent for its output files, until
+    # channel.check_outputs has checked them (on the judging thread)
+    unchecked: tuple[Path, dict[str, str]] | None = None
 
     def load_tensors(self, case: str, kind: str, max_bytes: int,
                      shared_from: int | None = None) -> list[Any] | str:

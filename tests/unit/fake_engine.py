@@ -28,6 +28,7 @@ import torch
 
 from grader.errors import InfraError
 from grader.harness import tensors
+from grader.harness.digest import file_digest
 from grader.harness.fresh import sample
 from grader.harness.protocol import (
     ARMED,
@@ -390,8 +391,7 @@ def entry(*, compute: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = tor
                                   "triton_launches": {KERNEL: calls}, "device_kernels": [
                                       {"name": KERNEL, "device_us": 10.0 * calls,
                                        "calls": calls}]}}
-        outputs = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-                   for p in sorted(c.out_dir.glob("*." + OUTPUTS))}
+        outputs = {p.name: file_digest(p) for p in sorted(c.out_dir.glob("*." + OUTPUTS))}
         c.send(RESULT, {"cases": results, "timings": timings}, outputs)
         return 0
 

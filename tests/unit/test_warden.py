@@ -5,7 +5,6 @@ every process), and the host's reading of its stdout (grader/model/channel.py)."
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import subprocess
 import sys
@@ -14,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.harness.digest import file_digest
 from grader.harness.protocol import ARMED, LOG_BYTES_ENV, READY, RESULT, STANDBY, TRACED
 from grader.harness.warden import Protocol, Tampering, encode_frame, log_cost
-from grader.model.channel import CHANNEL, read_entry_out, read_frames
+from grader.model.channel import CHANNEL, check_outputs, read_entry_out, read_frames
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "ab" * 16
@@ -126,12 +126,16 @@ def test_files_beside_the_channel_are_tampering(tmp_path: Path) -> None:
     tensors.save(tmp_path / "a.0.out", (torch.zeros(3),))
     tensors.save(tmp_path / "a.1.out", (torch.ones(3),))  # not what the harness sent
     (tmp_path / "ready.json").write_text('{"ok": true}')
-    good = hashlib.sha256((tmp_path / "a.0.out").read_bytes()).hexdigest()
+    good = file_digest(tmp_path / "a.0.out")
     stdout = (encode_frame(READY, {"data": {"ok": True}})
               + encode_frame(RESULT, {"data": {"cases": {}}, "outputs": {
                   "a.0.out": good, "a.1.out": good, "a.2.out": good}}))
     out, frames = read_entry_out(tmp_path, stdout)
     assert out.ready == frames.ready and out.result == frames.result
+    # the files are read where they are judged (check_outputs, on the judging thread)
+    assert ["ready.json" in a.text for a in out.anomalies] == [True]
+    check_outputs(out)
+    check_outputs(out)  # once
     texts = sorted(a.text for a in out.anomalies if a.tampering)
     assert len(texts) == 3, texts
     assert "'a.1.out' changed after" in " ".join(texts)
@@ -212,7 +216,7 @@ def test_warden_relays_the_harness_and_ends_the_process_on_result(tmp_path: Path
     rc, frames, logs = _warden(tmp_path, "after")
     assert rc == 0
     assert [f["frame"] for f in frames] == [READY, RESULT]
-    assert frames[1]["outputs"] == {"c.0.out": hashlib.sha256(b"honest").hexdigest()}
+    assert frames[1]["outputs"] == {"c.0.out": file_digest(tmp_path / "out" / "c.0.out")}
     assert "worker says hello" in logs
     import time
 
