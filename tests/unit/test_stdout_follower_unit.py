@@ -60,6 +60,14 @@ def _running(cap: int = 1 << 20) -> tuple[RunningContainer, _SdkContainer]:
     return RunningContainer(sdk, spec), sdk
 
 
+def _followed() -> tuple[RunningContainer, _SdkContainer]:
+    """A running container whose first line, "a", a look has had from its stream."""
+    running, sdk = _running()
+    sdk.write(b"a\n")
+    _soon(running, b"a\n")
+    return running, sdk
+
+
 def _soon(running: RunningContainer, want: bytes) -> bytes:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -84,9 +92,7 @@ def test_a_running_container_is_followed_and_whole_after_its_exit() -> None:
 
 def test_an_exited_container_waits_for_its_stream_to_end() -> None:
     """The last bytes may still be on their way when the container is seen exited."""
-    running, sdk = _running()
-    sdk.write(b"a\n")
-    _soon(running, b"a\n")
+    running, sdk = _followed()
     sdk.running = False
     sdk.written += b"b\n"  # written, not yet sent
 
@@ -102,9 +108,7 @@ def test_an_exited_container_waits_for_its_stream_to_end() -> None:
 
 def test_a_stream_that_ends_while_the_container_runs_is_not_trusted() -> None:
     """Ended by the engine, not by the container's exit: what it read may be short."""
-    running, sdk = _running()
-    sdk.write(b"a\n")
-    _soon(running, b"a\n")
+    running, sdk = _followed()
     sdk.feed.put(END)
     sdk.write(b"b\n", to_stream=False)
     deadline = time.monotonic() + 10
@@ -114,9 +118,7 @@ def test_a_stream_that_ends_while_the_container_runs_is_not_trusted() -> None:
 
 
 def test_a_stream_that_fails_falls_back_to_whole_reads() -> None:
-    running, sdk = _running()
-    sdk.write(b"a\n")
-    _soon(running, b"a\n")
+    running, sdk = _followed()
     sdk.feed.put(ConnectionError("the engine went away"))
     sdk.write(b"b\n", to_stream=False)
     sdk.running = False
