@@ -5,11 +5,11 @@ one (bench/atrex_solutions/<operator>.py), the operator's own reference everywhe
 
 SUITE_DIR is what `grader import atrex` made (build/atrex-bench imported, docs/import.md).
 Issue 32 asks for all of Atrex-Bench graded for a later entry in 10 minutes; a round needs an
-entry for every operator, and we have honest kernels for most: those grade `passed`, the
-references as entries `fallback` (exact, and done by PyTorch), so the round exercises every
-operator and shape without our writing 30 kernels (docs/import.md lists the 17 we have). The
-kernels stay under bench/, never in the suite: an imported suite is third-party material in a
-git-ignored folder.
+entry for every operator. We have honest kernels for all 30 operators of eb8697d (they grade
+`passed`); an operator we have none for (a later Atrex-Bench) gets its own reference as its
+entry, `fallback` (exact, and done by PyTorch), so the round still exercises every operator
+and shape. The kernels stay under bench/, never in the suite: an imported suite is
+third-party material in a git-ignored folder.
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@
 #   atrex[:P,..[:N]]  all of Atrex-Bench as a round (issue 32): build/atrex-bench (carry it:
 #                    alibaba/atrex-bench's data/ at eb8697d, docs/import.md) imported as
 #                    /tmp/suites/atrex-bench, bench/atrex_entry.py's entry (our Triton kernels
-#                    from bench/atrex_solutions/ for a few operators, each other operator's
-#                    reference, verdict fallback), then as round: a round of N entries (default
+#                    from bench/atrex_solutions/: all 30 operators; an operator without one
+#                    gets its reference, verdict fallback), then as round: a round of N entries (default
 #                    2: that entry twice; the first computes the references, the later reuses
 #                    them) on it (optionally only problems P,..), stopped at what is left of
 #                    the call less 60 s -> $OUT/round-atrex-bench[-P..].{md,json} (with the
