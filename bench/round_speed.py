@@ -82,6 +82,9 @@ class EntryCost:
     refs_computed: int = 0
     refs_reused: int = 0
     parts: dict[str, float] = field(default_factory=dict)
+    # each problem's wall seconds (its first batch's start to its judging's end: a problem's
+    # judging runs beside the next ones) and its verdict, slowest first
+    by_problem: list[tuple[str, float, str]] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -179,6 +182,8 @@ def entry_costs(rd: RoundDir) -> list[EntryCost]:
         for p in problems:
             for k, v in problem_parts(p).items():
                 cost.parts[k] = cost.parts.get(k, 0.0) + v
+        cost.by_problem = sorted(((p.id, p.wall_s or 0.0, p.verdict.value) for p in problems),
+                                 key=lambda row: -row[1])
         if outcome is not None:
             cost.refs_computed = sum(1 for u in outcome.references if u.computed)
             cost.refs_reused = sum(1 for u in outcome.references if not u.computed)
@@ -195,6 +200,14 @@ def table(costs: list[EntryCost]) -> list[str]:
                     f"{c.refs_computed}/{c.refs_reused} | "
                     + " | ".join(f"{c.parts.get(k, 0.0):.1f}" for k in PARTS) + " |")
     return rows
+
+
+def slowest_lines(costs: list[EntryCost], most: int = 8) -> list[str]:
+    """Each entry's slowest problems: where a whole suite's time went, and what an entry cut
+    short had reached."""
+    return [f"{c.name}: slowest of {len(c.by_problem)} problems: " + ", ".join(
+                f"{pid} {wall:.1f} s ({verdict})" for pid, wall, verdict in c.by_problem[:most])
+            for c in costs if c.by_problem]
 
 
 def summary(costs: list[EntryCost], *, whole_suite_on_gpu: bool,
@@ -424,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("\n".join(table(costs)))
     print()
+    if slow := slowest_lines(costs):
+        print("\n".join(slow))
+        print()
     whole = args.device == "cuda" and suite_name in TARGETS and not args.problem
     notes = summary(costs, whole_suite_on_gpu=whole, suite=suite_name, prepare=prepare)
     print("\n".join(notes))

@@ -99,6 +99,21 @@ def test_costs_from_reports_and_a_checkpoint(tmp_path: Path) -> None:
     assert "| first | graded | 250.0 | 2 | 2 | 2/0 |" in rows[2]
 
 
+def test_each_entrys_slowest_problems_with_their_verdicts(tmp_path: Path) -> None:
+    """What an entry cut short had reached, and where a whole suite's time went."""
+    bench = _bench()
+    costs = {c.name: c for c in bench.entry_costs(_round(tmp_path))}
+    assert costs["cut"].by_problem == [("a", 0.0, "passed")]
+    assert costs["waiting"].by_problem == []
+    slow = bench.EntryCost(name="later", status="cut short", wall_s=None, by_problem=[
+        ("block_scaled_mm", 221.1, "passed"), ("rms_norm", 9.3, "passed"),
+        ("fp8_moe", 29.9, "infra_error")])
+    slow.by_problem.sort(key=lambda row: -row[1])
+    lines = bench.slowest_lines([slow, costs["waiting"]], most=2)
+    assert lines == ["later: slowest of 3 problems: block_scaled_mm 221.1 s (passed), "
+                     "fp8_moe 29.9 s (infra_error)"]
+
+
 def test_targets_are_judged_only_for_the_whole_suite_on_a_gpu(tmp_path: Path) -> None:
     bench = _bench()
     costs = bench.entry_costs(_round(tmp_path))
