@@ -24,7 +24,8 @@ not count (the container's start, Python's and the cold `import torch`), the ent
 for its inputs, its own module's import (a standby's imports, when started ahead), the timed
 loops (`timing.loop_s`), the host's judging, and the batches whose reference it computed or
 reused. The parts overlap (reference and entry run side by side; containers start ahead), so
-they do not sum to the wall.
+they do not sum to the wall. Then each entry's slowest problems, with their wall seconds and
+verdicts: where a whole suite's time went, and what an entry cut short had reached.
 
 Where one folder is graded more than once (`-n 2` with one `--entry`), the per-shape CV of the
 timed median across those gradings: issue 32 asks that a faster round keep the stability of
