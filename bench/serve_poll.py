@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from grader.harness.protocol import RESULT, WORKER_KEY  # noqa: E402
 from grader.harness.warden import encode_frame  # noqa: E402
-from grader.run.served import FrameLog, frames_of  # noqa: E402
+from grader.run.served import FrameLog  # noqa: E402
 from grader.sandbox.docker_engine import get_engine  # noqa: E402
 from grader.sandbox.engine import POLL_S  # noqa: E402
 from grader.sandbox.runtimes import RuntimeConfig, runtime_for  # noqa: E402
@@ -55,7 +55,7 @@ def frames(mb: float) -> bytes:
 
 def look_whole(running, worker: int) -> float:  # type: ignore[no-untyped-def]
     t0 = time.perf_counter()
-    frames_of(running._read_whole(), worker, untagged=True)
+    FrameLog().update(running._read_whole()).of(worker, untagged=True)
     return time.perf_counter() - t0
 
 

@@ -284,13 +284,6 @@ class FrameLog:
         return bytes(out), gone, result
 
 
-def frames_of(raw: bytes, worker: int, *, untagged: bool) -> tuple[bytes, bool]:
-    """Worker `worker`'s frames out of a serving container's stdout `raw`, and whether the
-    warden said it is gone (FrameLog.of, on `raw` alone)."""
-    mine, gone, _result = FrameLog().update(raw).of(worker, untagged=untagged)
-    return mine, gone
-
-
 class Slot:
     """One worker of a serving container as an engine.Container: its own frames, clock and
     deadline (the batch's limits), its own output folder once its batch is over. Its kill

@@ -11,7 +11,13 @@ import random
 from grader.harness.protocol import GONE, READY, RESULT, STANDBY, TAMPERING, WORKER_KEY
 from grader.harness.warden import encode_frame
 from grader.model.channel import read_frames
-from grader.run.served import FrameLog, frames_of
+from grader.run.served import FrameLog
+
+
+def frames_of(raw: bytes, worker: int, *, untagged: bool) -> tuple[bytes, bool]:
+    """Worker `worker`'s frames out of the stdout `raw` read at once, and its gone."""
+    mine, gone, _result = FrameLog().update(raw).of(worker, untagged=untagged)
+    return mine, gone
 
 
 def _tagged(kind: str, worker: int | None, data: dict[str, object]) -> bytes:
